@@ -1,0 +1,79 @@
+# gcu.topsrider: the two commands are `make demo` and `make test`.
+# Both set up everything they need and are safe to run again.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+VENV        := $(CURDIR)/.venv
+PYTHON      ?= python3
+COLL_LINK   := .cache/collections/ansible_collections/gcu/topsrider
+export PATH := $(VENV)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.cache/collections
+export ANSIBLE_LOCAL_TEMP := $(CURDIR)/.cache/ansible-tmp
+export ANSIBLE_HOME := $(CURDIR)/.cache/ansible-home
+export MOLECULE_PROJECT_DIRECTORY := $(CURDIR)
+FLEET_SIZE  ?= 4
+
+.PHONY: help demo test setup venv docker sim-image bundles collection-link \
+        lint sanity units molecule fleet-up fleet-down build clean
+
+help:
+	@echo "make demo   simulated T20 fleet + the real playbooks against it"
+	@echo "make test   lint, sanity, units, molecule (sets everything up first)"
+	@echo "make setup  only the set-up (venv, docker engine, sim image, bundles)"
+
+# ---- set-up -----------------------------------------------------------------
+venv: $(VENV)/.stamp
+$(VENV)/.stamp: requirements/controller.txt requirements/constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet -r requirements/controller.txt -c requirements/constraints.txt
+	touch $@
+
+docker:
+	@scripts/ensure-docker.sh
+
+sim-image: docker
+	@sim/image/build.sh >/dev/null
+
+bundles:
+	@sim/bundles/build.sh >/dev/null
+
+collection-link:
+	@mkdir -p $(dir $(COLL_LINK)) .cache/ansible-tmp .cache/ansible-home
+	@[ -L $(COLL_LINK) ] || ln -sfn ../../../.. $(COLL_LINK)
+
+setup: venv docker sim-image bundles collection-link
+
+# ---- tests ------------------------------------------------------------------
+test: setup lint sanity units molecule
+	@echo "make test: all passed"
+
+lint: venv collection-link
+	ansible-lint --profile production --offline
+	$(VENV)/bin/python -m pytest -q tests/unit/test_py36_compat.py
+
+sanity: venv
+	@scripts/sanity.sh
+
+units: venv collection-link
+	$(VENV)/bin/python -m pytest -q tests/unit
+
+molecule: setup
+	@scripts/molecule-all.sh
+
+# ---- the simulated fleet and the demo ----------------------------------------
+fleet-up: setup
+	sim/fleet up $(FLEET_SIZE)
+
+fleet-down:
+	sim/fleet down
+
+demo: setup
+	@scripts/demo.sh $(FLEET_SIZE)
+
+build: venv
+	ansible-galaxy collection build --force --output-path .cache/dist .
+
+clean: fleet-down
+	rm -rf .cache/collections .cache/dist reports .sim

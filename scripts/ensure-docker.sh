@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Makes sure a Docker engine answers. When none does, installs Debian's
+# docker.io (and debootstrap, which the simulator image needs) and starts
+# dockerd with no bridge and no iptables rules, so that no container can land
+# on a private-range network: every container uses host networking.
+# Safe to run again: it does nothing when the engine already answers.
+set -euo pipefail
+log_dir=${DOCKERD_LOG_DIR:-$(cd "$(dirname "$0")/.." && pwd)/.cache}
+mkdir -p "$log_dir"
+
+need_pkgs=()
+command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || need_pkgs+=(debootstrap)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  echo "ensure-docker: installing ${need_pkgs[*]} from Debian"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+fi
+
+if docker info >/dev/null 2>&1; then
+  exit 0
+fi
+
+echo "ensure-docker: starting dockerd (--bridge=none --iptables=false), log in $log_dir/dockerd.log"
+# setsid: the engine outlives the make that started it (a second run reuses it).
+setsid nohup dockerd --bridge=none --iptables=false --ip-masq=false \
+  >>"$log_dir/dockerd.log" 2>&1 </dev/null &
+for _ in $(seq 1 60); do
+  if docker info >/dev/null 2>&1; then
+    echo "ensure-docker: engine is up"
+    exit 0
+  fi
+  sleep 1
+done
+echo "ensure-docker: dockerd did not answer within 60s; last lines of its log:" >&2
+tail -20 "$log_dir/dockerd.log" >&2
+exit 1
