@@ -1,0 +1,60 @@
+"""SIMULATOR: the simulated T20 cards as the stand-in torch_gcu sees them.
+
+Reads the simulator state file (/etc/topsrider-sim/state.json, the contract
+shared with efsmi and simctl). Not real hardware and not Enflame code.
+"""
+import json
+import os
+
+STATE_FILE = "/etc/topsrider-sim/state.json"
+VISIBLE_ENV = ("ENFLAME_VISIBLE_DEVICES", "TOPS_VISIBLE_DEVICES")
+
+
+def state_path():
+    # Tests outside a sim node may point at another file.
+    return os.environ.get("TOPSRIDER_SIM_STATE", STATE_FILE)
+
+
+def load_state(path=None):
+    """The state dict, or None when the node has no simulator state."""
+    try:
+        with open(path or state_path()) as f:
+            return json.load(f)
+    except (IOError, OSError, ValueError):
+        return None
+
+
+def parse_visible(value):
+    """ENFLAME_VISIBLE_DEVICES syntax -> None (all) or a list of indices."""
+    if value is None:
+        return None
+    value = value.strip().lower()
+    if value in ("", "all"):
+        return None
+    if value in ("none", "void"):
+        return []
+    out = []
+    for part in value.split(","):
+        part = part.strip()
+        if part.isdigit() and int(part) not in out:
+            out.append(int(part))
+    return out
+
+
+def visible_cards(state=None, environ=None):
+    """Cards the driver sees (present) and the process may use, in order."""
+    if state is None:
+        state = load_state()
+    if environ is None:
+        environ = os.environ
+    if not state or not state.get("driver_loaded"):
+        return []
+    cards = [c for c in state.get("cards", []) if c.get("present", True)]
+    for name in VISIBLE_ENV:
+        if name in environ:
+            wanted = parse_visible(environ[name])
+            if wanted is not None:
+                by_index = dict((c.get("index"), c) for c in cards)
+                cards = [by_index[i] for i in wanted if i in by_index]
+            break
+    return cards
