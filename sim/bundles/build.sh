@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# SIMULATOR: builds the sample TopsRider bundles (gcu.topsrider sim/bundles).
+# No Enflame software: tiny C libraries compiled here, packed with dpkg-deb,
+# plus the stand-in torch_gcu wheels from sim/wheel/build_wheel.py.
+#
+#   sim/bundles/build.sh        prints the bundles directory (.cache/bundles)
+#
+# Output (each dir has a manifest.json written by scripts/topsrider-manifest):
+#   2.5.136/  2.5.140/              tops-sdk, topsfactor, tops-eccl debs and
+#                                   torch_gcu wheels for Python 3.11 and 3.10
+#   2.5.140-broken-postinst/        as 2.5.140, but tops-eccl's postinst exits 1
+#   2.5.140-corrupt/                as 2.5.140, but topsfactor's deb bytes were
+#                                   changed after the manifest was written
+#   test-interrupt/                 test-only tops-sim-interrupt deb whose
+#                                   postinst waits while /run/topsrider-sim-slow-postinst exists
+# Rebuilds only when its inputs change (hash stamp); safe to run again.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+out=${TOPSRIDER_BUNDLES_DIR:-$top/.cache/bundles}
+versions=(2.5.136 2.5.140)
+pythons=(3.11 3.10)
+torch_version=$(cat "$top/sim/image/torch-version")
+cd "$top"
+
+for tool in gcc dpkg-deb python3 sha256sum; do
+  command -v "$tool" >/dev/null || { echo "sim/bundles: $tool is required" >&2; exit 1; }
+done
+[ -f sim/wheel/build_wheel.py ] || { echo "sim/bundles: sim/wheel/build_wheel.py is missing" >&2; exit 1; }
+
+inputs=$(find sim/bundles sim/wheel scripts/topsrider-manifest plugins/module_utils/_manifest.py \
+  plugins/module_utils/_dpkg.py sim/image/torch-version -type f ! -name '*.pyc' | LC_ALL=C sort)
+stamp=$( { for f in $inputs; do echo "$f"; stat -c %a "$f"; cat "$f"; done; } | sha256sum | cut -c1-16)
+all_dirs=("${versions[@]}" 2.5.140-broken-postinst 2.5.140-corrupt test-interrupt)
+up_to_date=1
+[ "$(cat "$out/.stamp" 2>/dev/null)" = "$stamp" ] || up_to_date=0
+for d in "${all_dirs[@]}"; do [ -f "$out/$d/manifest.json" ] || up_to_date=0; done
+if [ "$up_to_date" = 1 ]; then
+  echo "$out"
+  exit 0
+fi
+
+mkdir -p "$out"
+work=$(mktemp -d "$out/.build.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+# Fixed timestamps inside the debs, so the same inputs give the same bytes.
+export SOURCE_DATE_EPOCH=1577836800
+export LC_ALL=C
+
+# build_deb PKGDIR_TEMPLATE STAGING OUTDIR DEBVER
+build_deb() {
+  local tmpl=$1 root=$2 outdir=$3 debver=$4 size
+  mkdir -p "$root/DEBIAN"
+  size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
+  sed -e "s/@DEBVER@/$debver/g" -e "s/@SIZE@/$size/g" "$tmpl/control" >"$root/DEBIAN/control"
+  for s in preinst postinst prerm postrm; do
+    if [ -f "$tmpl/$s" ]; then install -m 0755 "$tmpl/$s" "$root/DEBIAN/$s"; fi
+  done
+  find "$root" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+  dpkg-deb --root-owner-group -Zxz --build "$root" "$outdir" >/dev/null
+}
+
+# build_version V OUTDIR
+build_version() {
+  local v=$1 dir=$2 major minor patch debver b cflags
+  IFS=. read -r major minor patch <<<"$v"
+  debver="$v-1"
+  b="$work/build-$v"
+  mkdir -p "$dir" "$b"
+  cflags=(-O2 -fPIC -Wall -Werror -DTOPS_MAJOR="$major" -DTOPS_MINOR="$minor"
+          -DTOPS_PATCH="$patch" -I sim/bundles/src -ffile-prefix-map="$top"=.)
+
+  # tops-sdk: runtime library (soname libtopsrt.so.2), header, tops-version.
+  local r="$b/tops-sdk"
+  mkdir -p "$r/usr/local/tops/lib" "$r/usr/local/tops/include" "$r/usr/local/tops/bin"
+  gcc "${cflags[@]}" -shared -Wl,-soname,libtopsrt.so."$major" -o "$r/usr/local/tops/lib/libtopsrt.so.$v" sim/bundles/src/topsrt.c
+  ln -s "libtopsrt.so.$v" "$r/usr/local/tops/lib/libtopsrt.so.$major"
+  ln -s "libtopsrt.so.$major" "$r/usr/local/tops/lib/libtopsrt.so"
+  install -m 0644 sim/bundles/src/topsrt.h "$r/usr/local/tops/include/topsrt.h"
+  gcc "${cflags[@]}" -o "$r/usr/local/tops/bin/tops-version" sim/bundles/src/tops-version.c
+  printf '%s\n' "$v" >"$r/usr/local/tops/version"
+  build_deb sim/bundles/debian/tops-sdk "$r" "$dir" "$debver"
+
+  # topsfactor
+  r="$b/topsfactor"
+  mkdir -p "$r/usr/local/tops/lib"
+  gcc "${cflags[@]}" -shared -Wl,-soname,libtopsfactor.so -o "$r/usr/local/tops/lib/libtopsfactor.so" sim/bundles/src/topsfactor.c
+  build_deb sim/bundles/debian/topsfactor "$r" "$dir" "$debver"
+
+  # tops-eccl: libeccl.so with ecclGetVersion/ecclGetVersionString
+  r="$b/tops-eccl"
+  mkdir -p "$r/usr/local/tops/lib" "$r/usr/local/tops/include"
+  gcc "${cflags[@]}" -shared -Wl,-soname,libeccl.so -o "$r/usr/local/tops/lib/libeccl.so" sim/bundles/src/eccl.c
+  install -m 0644 sim/bundles/src/eccl.h "$r/usr/local/tops/include/eccl.h"
+  build_deb sim/bundles/debian/tops-eccl "$r" "$dir" "$debver"
+  cp -a "$r" "$b/tops-eccl-staging"
+
+  for py in "${pythons[@]}"; do
+    python3 sim/wheel/build_wheel.py --out "$dir" --stack-version "$v" --python "$py" \
+      --torch "$torch_version" >/dev/null
+  done
+  scripts/topsrider-manifest create "$dir" --version "$v" >/dev/null
+}
+
+for v in "${versions[@]}"; do
+  build_version "$v" "$work/$v"
+done
+
+# 2.5.140 with a tops-eccl whose postinst fails (same version, other bytes).
+broken="$work/2.5.140-broken-postinst"
+cp -a "$work/2.5.140" "$broken"
+rm -f "$broken/tops-eccl_"*.deb "$broken/manifest.json"
+build_deb sim/bundles/debian/tops-eccl-broken "$work/build-2.5.140/tops-eccl-staging" "$broken" 2.5.140-1
+scripts/topsrider-manifest create "$broken" --version 2.5.140 >/dev/null
+
+# 2.5.140 where one deb's bytes no longer match the manifest.
+corrupt="$work/2.5.140-corrupt"
+cp -a "$work/2.5.140" "$corrupt"
+python3 - "$corrupt"/topsfactor_2.5.140-1_amd64.deb <<'EOF'
+import sys
+path = sys.argv[1]
+with open(path, "r+b") as f:
+    data = bytearray(f.read())
+    i = len(data) // 2
+    data[i] ^= 0xFF          # flip one byte in the middle: same size, other sha256
+    f.seek(0)
+    f.write(data)
+EOF
+if scripts/topsrider-manifest check "$corrupt" >/dev/null 2>&1; then
+  echo "sim/bundles: the corrupt bundle still matches its manifest" >&2
+  exit 1
+fi
+
+# Test-only: a deb whose postinst can be held open so dpkg can be killed mid-install.
+interrupt="$work/test-interrupt"
+mkdir -p "$interrupt" "$work/build-interrupt/usr/local/tops/share"
+echo "SIMULATOR test artefact (gcu.topsrider sim)" >"$work/build-interrupt/usr/local/tops/share/sim-interrupt.txt"
+build_deb sim/bundles/debian/tops-sim-interrupt "$work/build-interrupt" "$interrupt" 1.0-1
+scripts/topsrider-manifest create "$interrupt" --version 1.0 --product "TopsRider-sim-test" >/dev/null
+
+for d in "${all_dirs[@]}"; do
+  scripts/topsrider-manifest check "$work/$d" >/dev/null 2>&1 || [ "$d" = 2.5.140-corrupt ] \
+    || { echo "sim/bundles: $d does not match its own manifest" >&2; exit 1; }
+  rm -rf "${out:?}/$d"
+  mv "$work/$d" "$out/$d"
+done
+echo "$stamp" >"$out/.stamp"
+echo "$out"
