@@ -1,0 +1,361 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gcu.topsrider contributors
+# Apache License 2.0 (see LICENSE)
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: gcu_devices
+short_description: Report Enflame GCUs seen by the driver and check count, health, temperature and load
+version_added: "0.1.0"
+description:
+  - Runs C(efsmi) on the node, parses its output (the C(efsmi -q) per-device blocks with
+    either memory key set, or the summary table with C(*) or C(|)/C(+) borders) and returns
+    one entry per GCU as facts, together with the driver and efsmi versions and the PCI view
+    (Enflame devices, vendor C(1e36), under C(/sys/bus/pci/devices)), so that
+    "PCI sees 8, the driver sees 7" is visible.
+  - Optionally checks expectations (device count, health, temperature, every card busy) and
+    fails with a message naming the cards and the remedy.
+  - Output that it does not understand fails with the first lines quoted; a device count is never guessed.
+  - Read-only; never reports C(changed).
+author:
+  - gcu.topsrider contributors
+options:
+  source:
+    description:
+      - Which efsmi output to read.
+      - C(auto) runs C(efsmi -q) and falls back to the summary table (C(efsmi)) when C(-q)
+        fails or prints something that is not per-device blocks. With C(-q) it also reads the
+        table, best effort, for the fields C(-q) does not print (firmware, efsmi version).
+      - C(query) reads only C(efsmi -q); C(summary) reads only the summary table (it has no
+        health column, so O(require_healthy) cannot see unhealthy cards there).
+    type: str
+    choices: [auto, query, summary]
+    default: auto
+  efsmi_path:
+    description:
+      - Path of the efsmi binary. By default C(efsmi) is looked up in C(PATH), C(/usr/sbin)
+        and C(/usr/local/bin).
+    type: path
+  expected_count:
+    description:
+      - Number of GCUs the driver must see. Fails when it sees another number, and says
+        whether PCI sees the missing cards (a card the driver does not bring up) or not
+        (a card missing from the bus).
+    type: int
+  require_healthy:
+    description:
+      - Fail when any card reports C(Health False), naming the cards.
+    type: bool
+    default: false
+  max_temperature:
+    description:
+      - Fail when any card is hotter than this, in degrees Celsius.
+    type: int
+  min_utilization:
+    description:
+      - The busy check for a running job. When set, every card must be above this
+        utilization (percent); the failure names the sleeping cards (the classic
+        one-process launch keeps card 0 busy and the others asleep).
+      - A card whose utilization is C(N/A) counts as not busy.
+    type: float
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads; check mode runs it unchanged.
+  diff_mode:
+    support: none
+    description: Nothing is changed, so there is no diff.
+  platform:
+    support: full
+    platforms: posix
+    description: Linux nodes with the Enflame driver and efsmi installed.
+notes:
+  - C(gcu_driver_version) comes from C(/sys/module/enflame/version) when present, else from efsmi.
+  - Bus ids are returned in the sysfs form C(0000:3d:00.0), whatever form efsmi prints,
+    so that they compare with C(gcu_pci_devices.bus_ids).
+  - When efsmi fails the message carries the command, rc, stderr and a hint (is the
+    C(enflame) module loaded, do C(/dev/gcuctl) and C(/dev/gcu*) exist).
+"""
+
+EXAMPLES = r"""
+- name: Read the GCUs of every T20 node
+  gcu.topsrider.gcu_devices:
+
+- name: Demand eight healthy cards below 85 C before a job starts
+  gcu.topsrider.gcu_devices:
+    expected_count: 8
+    require_healthy: true
+    max_temperature: 85
+
+- name: While a job runs, prove it uses every card
+  gcu.topsrider.gcu_devices:
+    min_utilization: 10
+  register: gcu_busy
+
+- name: Read the summary table only, with an efsmi outside PATH
+  gcu.topsrider.gcu_devices:
+    source: summary
+    efsmi_path: /opt/tops/bin/efsmi
+
+- name: Show PCI and driver counts side by side
+  ansible.builtin.debug:
+    msg: "PCI sees {{ gcu_pci_devices.count }}, the driver sees {{ gcu_device_count }}"
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts about the node's GCUs.
+  returned: always
+  type: dict
+  contains:
+    gcu_devices:
+      description: One entry per GCU the driver sees, sorted by index. Fields efsmi does not print in the chosen output are null.
+      returned: always
+      type: list
+      elements: dict
+      contains:
+        index: {description: Device index as efsmi numbers it., type: int}
+        model: {description: Product name (T20, S60, ...)., type: str}
+        bus_id: {description: PCI address in sysfs form (0000:3d:00.0)., type: str}
+        serial: {description: Serial number (C(Dev SN) in -q, C(UUID)/C(SN) column of the table)., type: str}
+        uuid: {description: C(Dev UUID) from -q, null from the table., type: str}
+        firmware: {description: Firmware version (from the table; -q does not print it)., type: str}
+        device_id: {description: PCI device id (C(0021) for T20 32 GB), from -q., type: str}
+        memory_total_mib: {description: Device memory in MiB., type: int}
+        memory_used_mib: {description: Memory in use in MiB (null from the summary table)., type: int}
+        temperature_c: {description: Temperature in degrees Celsius., type: float}
+        power_w: {description: Current power draw in watts., type: float}
+        power_cap_w: {description: Power cap in watts., type: float}
+        utilization_pct: {description: Device utilization in percent., type: float}
+        dpm: {description: Power state (Sleep, Active, ...)., type: str}
+        ecc: {description: ECC mode (Enable/Disable)., type: str}
+        health: {description: Health as efsmi -q reports it; null when not reported (summary table)., type: bool}
+      sample:
+        - {index: 0, model: T20, bus_id: "0000:3d:00.0", serial: W28001150301, uuid: null, firmware: 10.19.3,
+           device_id: null, memory_total_mib: 32768, memory_used_mib: null, temperature_c: 52, power_w: 212.0,
+           power_cap_w: 300.0, utilization_pct: 85.0, dpm: Active, ecc: Enable, health: null}
+    gcu_device_count:
+      description: Number of GCUs the driver sees (efsmi lists).
+      returned: always
+      type: int
+      sample: 8
+    gcu_driver_version:
+      description: Enflame driver version, from /sys/module/enflame/version or efsmi; null if neither says.
+      returned: always
+      type: str
+      sample: "2.4.20230829"
+    gcu_efsmi_version:
+      description: efsmi version from the summary table header; null when only -q was readable.
+      returned: always
+      type: str
+      sample: "1.20.0"
+    gcu_pci_devices:
+      description: Enflame devices (vendor 1e36) under /sys/bus/pci/devices.
+      returned: always
+      type: dict
+      contains:
+        count: {description: Number of Enflame PCI functions; null when /sys/bus/pci/devices cannot be read., type: int}
+        device_ids: {description: Their PCI device ids., type: list, elements: str}
+        bus_ids: {description: Their PCI addresses., type: list, elements: str}
+      sample: {count: 8, device_ids: ["0021", "0021", "0021", "0021", "0021", "0021", "0021", "0021"],
+               bus_ids: ["0000:3d:00.0", "0000:3e:00.0", "0000:40:00.0", "0000:41:00.0",
+                         "0000:b1:00.0", "0000:b2:00.0", "0000:b4:00.0", "0000:b5:00.0"]}
+problems:
+  description: Failed expectations, each naming the cards and the remedy. Empty on success.
+  returned: always
+  type: list
+  elements: str
+  sample: ["7 of 8 GCUs not busy (utilization <= 10.0%): cards 1-7 sleeping, only card(s) 0 working; ..."]
+source:
+  description: Which efsmi output the facts come from.
+  returned: always
+  type: str
+  sample: query
+efsmi:
+  description: Path of the efsmi binary used.
+  returned: when found
+  type: str
+  sample: /usr/sbin/efsmi
+"""
+
+import glob
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gcu.topsrider.plugins.module_utils._efsmi import (
+    EfsmiParseError, check_expectations, merge_summary_into_query, parse_efsmi, pci_view,
+)
+
+PCI_ROOT = "/sys/bus/pci/devices"
+DRIVER_VERSION_FILE = "/sys/module/enflame/version"
+DRIVER_MODULE_DIR = "/sys/module/enflame"
+DEV_GLOB = "/dev/gcu*"
+EFSMI_DIRS = ["/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/opt/tops/bin", "/usr/local/tops/bin"]
+C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
+
+
+def driver_hint():
+    """What the node looks like, for the failure text only: in containers
+    (the simulator) none of these exist, so absence alone fails nothing."""
+    facts = []
+    if not os.path.isdir(DRIVER_MODULE_DIR):
+        facts.append("%s is missing (the enflame kernel module is not loaded)" % DRIVER_MODULE_DIR)
+    nodes = sorted(glob.glob(DEV_GLOB))
+    if not any(os.path.basename(n) == "gcuctl" for n in nodes):
+        facts.append("/dev/gcuctl is missing")
+    cards = [n for n in nodes if os.path.basename(n) != "gcuctl"]
+    facts.append("device nodes: %s" % (", ".join(cards) if cards else "no /dev/gcu[0-9]*"))
+    return ("Hint: load the driver (`modprobe enflame`, or reinstall the Enflame driver package for "
+            "the running kernel), check `dmesg | grep -i enflame`, and that /dev/gcuctl and /dev/gcu* exist. "
+            "On this node: %s." % "; ".join(facts))
+
+
+def read_pci(root):
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return {"count": None, "device_ids": [], "bus_ids": []}
+
+    def read(path):
+        try:
+            with open(path) as f:
+                return f.read()
+        except (IOError, OSError):
+            return None
+
+    return pci_view((n, read(os.path.join(root, n, "vendor")), read(os.path.join(root, n, "device")))
+                    for n in names)
+
+
+def read_driver_version():
+    try:
+        with open(DRIVER_VERSION_FILE) as f:
+            return f.read().strip() or None
+    except (IOError, OSError):
+        return None
+
+
+class EfsmiRun(object):
+    def __init__(self, module, efsmi):
+        self.module = module
+        self.efsmi = efsmi
+
+    def run(self, source):
+        argv = [self.efsmi, "-q"] if source == "query" else [self.efsmi]
+        rc, out, err = self.module.run_command(argv, environ_update=C_LOCALE)
+        return {"argv": argv, "cmd": " ".join(argv), "rc": rc, "stdout": out, "stderr": err}
+
+    def fail_rc(self, r, also=None):
+        msg = "`%s` failed (rc=%d): %s. %s" % (r["cmd"], r["rc"], (r["stderr"] or r["stdout"] or "").strip()
+                                               or "no output", driver_hint())
+        if also:
+            msg += " (%s)" % also
+        self.module.fail_json(msg=msg, cmd=r["cmd"], rc=r["rc"], stdout=r["stdout"], stderr=r["stderr"],
+                              problems=[])
+
+
+def collect(module, efsmi, source):
+    """Run efsmi as source says; returns (parsed, used source, warnings) or fails."""
+    runner = EfsmiRun(module, efsmi)
+    warnings = []
+    if source in ("query", "summary"):
+        r = runner.run(source)
+        if r["rc"] != 0:
+            runner.fail_rc(r)
+        try:
+            return parse_efsmi(r["stdout"], source), source, warnings
+        except EfsmiParseError as e:
+            module.fail_json(msg="`%s`: %s" % (r["cmd"], e), cmd=r["cmd"], rc=r["rc"], stdout=r["stdout"],
+                             stderr=r["stderr"], problems=[])
+    # auto: -q first, the summary table as fall-back
+    q = runner.run("query")
+    q_error = None
+    if q["rc"] == 0:
+        try:
+            parsed = parse_efsmi(q["stdout"], "query")
+        except EfsmiParseError as e:
+            q_error = str(e)
+        else:
+            s = runner.run("summary")
+            if s["rc"] == 0:
+                try:
+                    parsed = merge_summary_into_query(parsed, parse_efsmi(s["stdout"], "summary"))
+                except EfsmiParseError:
+                    pass  # best effort only: -q already gave the cards
+            return parsed, "query", warnings
+    s = runner.run("summary")
+    if s["rc"] != 0:
+        runner.fail_rc(s, also="`%s` before it: rc=%d, %s" % (
+            q["cmd"], q["rc"], (q["stderr"] or "").strip() or q_error or "no stderr"))
+    try:
+        parsed = parse_efsmi(s["stdout"], "summary")
+    except EfsmiParseError as e:
+        module.fail_json(msg="`%s`: %s. `%s` before it: %s" % (
+            s["cmd"], e, q["cmd"], q_error or "rc=%d, %s" % (q["rc"], (q["stderr"] or "").strip())),
+            cmd=s["cmd"], rc=s["rc"], stdout=s["stdout"], stderr=s["stderr"], problems=[])
+    warnings.append("`%s` was not usable (%s); read the summary table instead, which has no health "
+                    "or memory-used columns" % (q["cmd"], q_error.split(". First lines")[0] if q_error
+                                                 else "rc=%d" % q["rc"]))
+    return parsed, "summary", warnings
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            source=dict(type="str", default="auto", choices=["auto", "query", "summary"]),
+            efsmi_path=dict(type="path"),
+            expected_count=dict(type="int"),
+            require_healthy=dict(type="bool", default=False),
+            max_temperature=dict(type="int"),
+            min_utilization=dict(type="float"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    if p["expected_count"] is not None and p["expected_count"] < 0:
+        module.fail_json(msg="expected_count must be 0 or more, got %d" % p["expected_count"], problems=[])
+    if p["min_utilization"] is not None and not 0 <= p["min_utilization"] < 100:
+        module.fail_json(msg="min_utilization is a percentage in [0, 100), got %s" % p["min_utilization"],
+                         problems=[])
+
+    if p["efsmi_path"]:
+        efsmi = p["efsmi_path"]
+        if not (os.path.isfile(efsmi) and os.access(efsmi, os.X_OK)):
+            module.fail_json(msg="efsmi_path %s is not an executable file. %s" % (efsmi, driver_hint()),
+                             problems=[])
+    else:
+        # required=False on purpose: a missing efsmi gets the failure below, with the hint
+        # on what to install and check, instead of get_bin_path's generic message.
+        efsmi = module.get_bin_path("efsmi", required=False, opt_dirs=EFSMI_DIRS)
+        if not efsmi:
+            module.fail_json(msg="efsmi not found in PATH or %s: the Enflame driver package (which ships "
+                                 "efsmi) is not installed, or efsmi lives elsewhere (set efsmi_path). %s"
+                                 % (", ".join(EFSMI_DIRS), driver_hint()), problems=[])
+
+    parsed, used, warnings = collect(module, efsmi, p["source"])
+    cards = sorted(parsed["cards"], key=lambda c: c["index"])
+    pci = read_pci(PCI_ROOT)
+    problems, notes = check_expectations(
+        cards, pci, expected_count=p["expected_count"], require_healthy=p["require_healthy"],
+        max_temperature=p["max_temperature"], min_utilization=p["min_utilization"])
+    for w in warnings + notes:
+        module.warn(w)
+
+    facts = {
+        "gcu_devices": cards,
+        "gcu_device_count": len(cards),
+        "gcu_driver_version": read_driver_version() or parsed.get("driver_version"),
+        "gcu_efsmi_version": parsed.get("efsmi_version"),
+        "gcu_pci_devices": pci,
+    }
+    result = dict(changed=False, ansible_facts=facts, problems=problems, source=used, efsmi=efsmi)
+    if problems:
+        module.fail_json(msg="gcu_devices: %d problem(s): %s" % (len(problems), " | ".join(problems)), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
