@@ -51,7 +51,6 @@ test: setup lint sanity units molecule
 
 lint: venv collection-link
 	ansible-lint --profile production --offline
-	$(VENV)/bin/python -m pytest -q tests/unit/test_py36_compat.py
 
 sanity: venv
 	@scripts/sanity.sh
