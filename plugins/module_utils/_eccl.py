@@ -1,0 +1,742 @@
+# -*- coding: utf-8 -*-
+# Copyright: gcu.topsrider contributors
+# Apache License 2.0 (see LICENSE)
+"""Private helpers of gcu.topsrider.eccl_probe.
+
+Pure functions where possible: the problem codes and their hints, where
+libeccl.so may live, parsing of the child processes' reports, and the
+classification of those reports into problems. The child-process probe
+scripts are plain source strings: the module hands them to the target
+interpreter with ``python -c``, so they must run on Python 3.6+ and use the
+standard library (plus torch / torch_gcu, which they probe).
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import glob
+import json
+import os
+import re
+
+LIBRARY_NAME = "libeccl.so"
+
+# TopsRider releases put their libraries under one of these.
+DEFAULT_LIBRARY_DIRS = (
+    "/usr/local/tops/lib",
+    "/usr/local/tops/lib64",
+    "/opt/tops/lib",
+    "/opt/tops/lib64",
+    "/usr/lib",
+    "/usr/lib64",
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/local/lib",
+)
+
+REPORT_MARKER = "@@ECCL_PROBE_REPORT@@"
+STAGE_MARKER = "@@ECCL_PROBE_STAGE@@"
+
+# code -> (what it means, what to do). Every code the module can return.
+PROBLEMS = {
+    "LIBRARY_MISSING": (
+        "libeccl.so was not found in the loader cache, the ld.so.conf directories, "
+        "the given library_dirs or TopsRider's default directories",
+        "Install the tops-eccl package of the TopsRider bundle (roles gcu.topsrider.tops_sdk / "
+        "module gcu.topsrider.deb_bundle), or pass its directory in library_dirs."),
+    "LIBRARY_NOT_ON_LOADER_PATH": (
+        "libeccl.so exists but dlopen('libeccl.so') fails, so torch_gcu cannot load it",
+        "Put its directory in /etc/ld.so.conf.d/topsrider.conf and run ldconfig "
+        "(role gcu.topsrider.eccl_env does both)."),
+    "LIBRARY_UNLOADABLE": (
+        "a copy of libeccl.so cannot be loaded (corrupt file, wrong architecture or a missing dependency)",
+        "Run `ldd <path>` to see what is missing; reinstall the tops-eccl package from the bundle."),
+    "LIBRARY_DUPLICATE": (
+        "more than one distinct libeccl.so is installed; which one a process gets depends on the loader path",
+        "Keep only the copy from the deployed TopsRider version: `dpkg -S <path>` names the owner of each; "
+        "remove stray copies and run ldconfig."),
+    "PYTHON_MISSING": (
+        "the training interpreter given in `python` does not exist or is not executable",
+        "Point `python` at the interpreter that trains, e.g. /opt/venvs/train/bin/python."),
+    "TORCH_MISSING": (
+        "torch cannot be imported by the training interpreter",
+        "Install the torch version torch_gcu is built for into that interpreter, "
+        "or probe the interpreter that really trains (option python)."),
+    "TORCH_GCU_MISSING": (
+        "torch_gcu is not installed in the training interpreter, so init_process_group(backend='eccl') "
+        "fails with Invalid backend: 'eccl'",
+        "Install the torch_gcu wheel of the bundle that matches this Python minor version "
+        "(role gcu.topsrider.torch_gcu) into the interpreter that trains."),
+    "TORCH_GCU_IMPORT_FAILED": (
+        "`import torch_gcu` raised an error",
+        "Read the error: 'libeccl.so: cannot open shared object file' means the loader path "
+        "(role gcu.topsrider.eccl_env + ldconfig); otherwise reinstall the matching torch_gcu wheel."),
+    "TORCH_GCU_API_UNKNOWN": (
+        "torch_gcu imported but offers neither the 1.x API (torch_gcu.device_count) nor the 2.x API (torch.gcu)",
+        "Reinstall the torch_gcu wheel from the TopsRider bundle; a partial or foreign package shadows it."),
+    "TORCH_VERSION_MISMATCH": (
+        "the installed torch is not the version torch_gcu was built for",
+        "Install the torch version torch_gcu requires (see torch_required), or the torch_gcu wheel built "
+        "for the installed torch."),
+    "BACKEND_NOT_REGISTERED": (
+        "the backend is not registered in torch.distributed: init_process_group fails with Invalid backend",
+        "The eccl backend exists only after `import torch_gcu` in the same interpreter: install torch_gcu "
+        "there and import it in the training script before init_process_group."),
+    "NO_DEVICES": (
+        "no GCU is visible to the training interpreter",
+        "Check the driver with gcu.topsrider.gcu_devices (driver loaded, cards present) and that "
+        "ENFLAME_VISIBLE_DEVICES / TOPS_VISIBLE_DEVICES are not 'none' or wrong indices."),
+    "MASTER_PORT_IN_USE": (
+        "the rendezvous port on 127.0.0.1 is already taken",
+        "Leave master_port unset (a free port is chosen) or choose a free one."),
+    "RANK_TIMEOUT": (
+        "ranks did not report within the timeout; they were killed",
+        "A wedged card or a rank that never joins: check gcu.topsrider.gcu_devices (health, a busy card), "
+        "rerun with environment ECCL_DEBUG=INFO, and make sure the launcher starts one process per card."),
+    "RANK_FAILED": (
+        "a rank exited with an error before reporting",
+        "Read the rank's stderr in the message; rerun with environment ECCL_DEBUG=INFO."),
+    "WRONG_RESULT": (
+        "the all-reduce returned a wrong sum on at least one rank",
+        "A card computes or transfers wrong data: check gcu.topsrider.gcu_devices health and ECC, "
+        "and unset experimental ECCL_ALGO / ECCL_PROTO settings."),
+    "PROBE_FAILED": (
+        "a probe child process failed or timed out without reporting",
+        "Read stderr in the message; the interpreter or an import may hang or crash."),
+}
+
+
+def problem(code, message=None, hint=None):
+    """A problem dict; message/hint default to the table's."""
+    meaning, default_hint = PROBLEMS[code]
+    return {"code": code, "message": message or meaning, "hint": hint or default_hint}
+
+
+def failure_message(problems):
+    return "eccl_probe found %d problem(s): %s" % (
+        len(problems), "; ".join("%s: %s" % (p["code"], p["message"]) for p in problems))
+
+
+def tail(text, lines=15):
+    text = (text or "").rstrip()
+    return "\n".join(text.splitlines()[-lines:])
+
+
+# --------------------------------------------------------------------------
+# Where libeccl.so may be
+
+
+def parse_ldconfig_cache(text, name=LIBRARY_NAME):
+    """Paths of `name` (and name.N...) in `ldconfig -p` output."""
+    paths = []
+    pattern = re.compile(r"^\s*(%s(?:\.[0-9.]+)?)\s+\(.*\)\s+=>\s+(\S.*)$" % re.escape(name))
+    for line in (text or "").splitlines():
+        m = pattern.match(line)
+        if m and m.group(2).strip() not in paths:
+            paths.append(m.group(2).strip())
+    return paths
+
+
+def read_ld_so_conf(path="/etc/ld.so.conf", _seen=None):
+    """Directories listed in ld.so.conf and the files it includes, in order."""
+    seen = _seen if _seen is not None else set()
+    if path in seen:
+        return []
+    seen.add(path)
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except (IOError, OSError):
+        return []
+    dirs = []
+    for line in lines:
+        line = line.split("#", 1)[0].strip()
+        if not line or line.startswith("hwcap"):
+            continue
+        if line.startswith("include"):
+            pattern = line.split(None, 1)[1] if len(line.split(None, 1)) == 2 else ""
+            if pattern and not os.path.isabs(pattern):
+                pattern = os.path.join(os.path.dirname(path), pattern)
+            for inc in sorted(glob.glob(pattern)):
+                for d in read_ld_so_conf(inc, seen):
+                    if d not in dirs:
+                        dirs.append(d)
+            continue
+        for d in re.split(r"[:,\s]+", line):
+            if d and d not in dirs:
+                dirs.append(d)
+    return dirs
+
+
+def search_dirs(library_dirs, ld_conf_dirs, ld_library_path, defaults=DEFAULT_LIBRARY_DIRS):
+    """[(dir, [sources])] in search order, each directory once."""
+    order = []
+    sources = {}
+    groups = (
+        ("library_dirs", library_dirs or []),
+        ("LD_LIBRARY_PATH", [d for d in (ld_library_path or "").split(":") if d]),
+        ("ld.so.conf", ld_conf_dirs or []),
+        ("default", defaults or []),
+    )
+    for source, dirs in groups:
+        for d in dirs:
+            d = os.path.normpath(d)
+            if d not in sources:
+                order.append(d)
+                sources[d] = []
+            if source not in sources[d]:
+                sources[d].append(source)
+    return [(d, sources[d]) for d in order]
+
+
+def find_copies(dirs, cache_paths, name=LIBRARY_NAME):
+    """Distinct files named `name` or `name`.N found in dirs or the loader cache.
+
+    Symlinks and hard links to the same file count once. Returns a list of
+    {path, realpath, found_in, in_loader_cache}.
+    """
+    entries = []
+    for d, srcs in dirs:
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            continue
+        for n in names:
+            if n == name or n.startswith(name + "."):
+                entries.append((os.path.join(d, n), list(srcs)))
+    for p in cache_paths or []:
+        entries.append((p, ["ldconfig cache"]))
+    cache_real = set(os.path.realpath(p) for p in cache_paths or [])
+    copies = []
+    by_identity = {}
+    for path, srcs in entries:
+        real = os.path.realpath(path)
+        try:
+            st = os.stat(real)
+        except OSError:
+            continue
+        if not os.path.isfile(real):
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in by_identity:
+            copy = by_identity[key]
+            for s in srcs:
+                if s not in copy["found_in"]:
+                    copy["found_in"].append(s)
+            if path not in copy["links"] and path != copy["path"]:
+                copy["links"].append(path)
+            continue
+        copy = {"path": path, "realpath": real, "found_in": list(srcs), "links": [],
+                "in_loader_cache": real in cache_real, "size": st.st_size}
+        by_identity[key] = copy
+        copies.append(copy)
+    # Prefer the plain soname as the path shown, when there is one.
+    for copy in copies:
+        for link in copy["links"]:
+            if os.path.basename(link) == name and os.path.basename(copy["path"]) != name:
+                copy["links"].remove(link)
+                copy["links"].insert(0, copy["path"])
+                copy["path"] = link
+                break
+    return copies
+
+
+def format_eccl_version(number):
+    """ecclGetVersion's integer (major*1000000+minor*1000+patch) -> 'M.m.p'."""
+    if number is None:
+        return None
+    number = int(number)
+    return "%d.%d.%d" % (number // 1000000, (number // 1000) % 1000, number % 1000)
+
+
+# --------------------------------------------------------------------------
+# Child-process probes (run on the target interpreter, Python 3.6+)
+
+LIBRARY_SCRIPT = r'''
+import ctypes, json, sys
+MARK = "@@ECCL_PROBE_REPORT@@"
+
+def mapped(fragment):
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and fragment in parts[5]:
+                    return parts[5].strip()
+    except (IOError, OSError):
+        pass
+    return None
+
+def version_of(lib):
+    out = {"version_number": None, "version_string": None}
+    try:
+        fn = lib.ecclGetVersion
+    except AttributeError:
+        fn = None
+    if fn is not None:
+        v = ctypes.c_int(0)
+        fn.argtypes = [ctypes.POINTER(ctypes.c_int)]
+        fn.restype = ctypes.c_int
+        if fn(ctypes.byref(v)) == 0:
+            out["version_number"] = v.value
+    try:
+        fs = lib.ecclGetVersionString
+    except AttributeError:
+        fs = None
+    if fs is not None:
+        fs.restype = ctypes.c_char_p
+        s = fs()
+        out["version_string"] = s.decode("ascii", "replace") if s else None
+    return out
+
+report = {"soname": sys.argv[1], "by_soname": {}, "copies": []}
+# By soname first, in a fresh process: that is what torch_gcu does.
+try:
+    lib = ctypes.CDLL(sys.argv[1])
+    entry = {"loadable": True, "error": None, "path": mapped(sys.argv[1])}
+    entry.update(version_of(lib))
+except OSError as exc:
+    entry = {"loadable": False, "error": str(exc), "path": None}
+report["by_soname"] = entry
+for path in sys.argv[2:]:
+    try:
+        lib = ctypes.CDLL(path)
+        entry = {"path": path, "loadable": True, "error": None}
+        entry.update(version_of(lib))
+    except OSError as exc:
+        entry = {"path": path, "loadable": False, "error": str(exc)}
+    report["copies"].append(entry)
+sys.stdout.write("\n" + MARK + json.dumps(report) + "\n")
+'''
+
+FRAMEWORK_SCRIPT = r'''
+import json, os, platform, sys, traceback, warnings
+MARK = "@@ECCL_PROBE_REPORT@@"
+backend = sys.argv[1]
+r = {"python": sys.executable, "python_version": platform.python_version(),
+     "torch_version": None, "torch_error": None, "torch_location": None,
+     "torch_gcu_version": None, "torch_gcu_installed": None, "torch_gcu_missing": False, "torch_gcu_error": None,
+     "torch_gcu_location": None, "torch_gcu_warnings": [], "torch_gcu_requires": [],
+     "api_generation": None, "is_available": None, "device_count": None,
+     "distributed_available": None, "backend": backend, "backend_registered": None,
+     "backend_error": None}
+
+def err(exc):
+    return "%s: %s" % (type(exc).__name__, exc)
+
+def requires_of(pkg_dir):
+    # Requires-Dist of the installed torch_gcu distribution, next to the package first.
+    dirs = [os.path.dirname(pkg_dir)] + [p for p in sys.path if p and os.path.isdir(p)]
+    for d in dirs:
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            continue
+        for n in names:
+            low = n.lower()
+            if low.replace("-", "_").startswith("torch_gcu_") and low.endswith((".dist-info", ".egg-info")):
+                for meta in ("METADATA", "PKG-INFO"):
+                    p = os.path.join(d, n, meta)
+                    if os.path.isfile(p):
+                        with open(p) as f:
+                            return [l.split(":", 1)[1].strip() for l in f.read().splitlines()
+                                    if l.lower().startswith("requires-dist:")]
+                req = os.path.join(d, n, "requires.txt")
+                if os.path.isfile(req):
+                    with open(req) as f:
+                        return [l.strip() for l in f if l.strip() and not l.startswith("[")]
+    return []
+
+try:
+    import importlib.util
+    r["torch_gcu_installed"] = importlib.util.find_spec("torch_gcu") is not None
+except Exception:
+    pass
+
+torch = None
+try:
+    import torch
+    r["torch_version"] = str(torch.__version__)
+    r["torch_location"] = os.path.dirname(getattr(torch, "__file__", "") or "")
+except Exception as exc:
+    r["torch_error"] = err(exc)
+
+tg = None
+if torch is not None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            import torch_gcu as tg
+        except ImportError as exc:
+            if getattr(exc, "name", None) == "torch_gcu":
+                r["torch_gcu_missing"] = True
+            else:
+                r["torch_gcu_error"] = err(exc)
+            tg = None
+        except Exception as exc:
+            r["torch_gcu_error"] = err(exc)
+            tg = None
+    r["torch_gcu_warnings"] = ["%s: %s" % (w.category.__name__, w.message) for w in caught
+                               if "torch_gcu" in str(w.message) or "gcu" in str(w.filename)]
+
+if tg is not None:
+    r["torch_gcu_version"] = str(getattr(tg, "__version__", "") or "") or None
+    r["torch_gcu_location"] = os.path.dirname(getattr(tg, "__file__", "") or "")
+    r["torch_gcu_requires"] = requires_of(r["torch_gcu_location"])
+    api = None
+    gcu = getattr(torch, "gcu", None)
+    if gcu is not None and hasattr(gcu, "device_count"):
+        api = ("2.x", gcu)
+    elif hasattr(tg, "device_count"):
+        api = ("1.x", tg)
+    if api is not None:
+        r["api_generation"] = api[0]
+        try:
+            r["device_count"] = int(api[1].device_count())
+            r["is_available"] = bool(api[1].is_available()) if hasattr(api[1], "is_available") \
+                else r["device_count"] > 0
+        except Exception as exc:
+            r["device_error"] = err(exc)
+
+if torch is not None:
+    try:
+        import torch.distributed as dist
+        r["distributed_available"] = bool(dist.is_available())
+    except Exception as exc:
+        r["distributed_available"] = False
+        r["backend_error"] = err(exc)
+    if r["distributed_available"]:
+        try:
+            dist.Backend(backend)
+            r["backend_registered"] = True
+        except Exception as exc:
+            r["backend_registered"] = False
+            r["backend_error"] = str(exc)
+    else:
+        r["backend_registered"] = False
+
+sys.stdout.write("\n" + MARK + json.dumps(r) + "\n")
+'''
+
+RANK_SCRIPT = r'''
+import datetime, json, os, sys, time
+MARK = "@@ECCL_PROBE_REPORT@@"
+STAGE = "@@ECCL_PROBE_STAGE@@"
+args = json.loads(sys.argv[1])
+
+def stage(name):
+    sys.stdout.write("\n%s %s\n" % (STAGE, name))
+    sys.stdout.flush()
+
+rank = int(os.environ["RANK"])
+world = int(os.environ["WORLD_SIZE"])
+stage("import torch")
+import torch
+import torch.distributed as dist
+if args["import_torch_gcu"]:
+    stage("import torch_gcu")
+    import torch_gcu  # noqa: F401  (registers the eccl backend)
+stage("init_process_group")
+dist.init_process_group(args["backend"], init_method="env://", rank=rank, world_size=world,
+                        timeout=datetime.timedelta(seconds=args["timeout"]))
+expected = world * (world + 1) / 2.0
+results = []
+for size in args["sizes"]:
+    n = max(1, size // 4)
+    t = torch.full((n,), float(rank + 1), dtype=torch.float32)
+    stage("all_reduce %d" % (n * 4))
+    dist.all_reduce(t)  # warm-up
+    dist.barrier()
+    total = 0.0
+    ok = True
+    got = None
+    for _ in range(args["iterations"]):
+        t.fill_(float(rank + 1))
+        t0 = time.perf_counter()
+        dist.all_reduce(t)
+        total += time.perf_counter() - t0
+        ok = ok and bool(t.eq(expected).all())
+        got = float(t[0])
+    results.append({"size_bytes": n * 4, "seconds": total / args["iterations"],
+                    "correct": ok, "expected": expected, "got": got})
+stage("report")
+sys.stdout.write("\n" + MARK + json.dumps({"rank": rank, "world_size": world,
+                                          "backend": dist.get_backend(), "results": results}) + "\n")
+sys.stdout.flush()
+dist.destroy_process_group()
+'''
+
+
+def parse_report(stdout):
+    """The JSON report a probe child printed after REPORT_MARKER, or None."""
+    for line in reversed((stdout or "").splitlines()):
+        if line.startswith(REPORT_MARKER):
+            try:
+                value = json.loads(line[len(REPORT_MARKER):])
+            except ValueError:
+                return None
+            return value if isinstance(value, dict) else None
+    return None
+
+
+def last_stage(stdout):
+    stage = None
+    for line in (stdout or "").splitlines():
+        if line.startswith(STAGE_MARKER):
+            stage = line[len(STAGE_MARKER):].strip()
+    return stage
+
+
+# --------------------------------------------------------------------------
+# Classification
+
+
+def classify_library(copies, soname_report):
+    """Merge the load report into copies; return (library result, problems).
+
+    copies: find_copies() output. soname_report: the LIBRARY_SCRIPT report
+    (None when the child failed, which the caller reports as PROBE_FAILED).
+    """
+    problems = []
+    by_soname = (soname_report or {}).get("by_soname") or {}
+    loads = dict((c.get("path"), c) for c in (soname_report or {}).get("copies") or [])
+    out_copies = []
+    for copy in copies:
+        load = loads.get(copy["path"], {})
+        entry = dict(copy)
+        entry["loadable"] = load.get("loadable")
+        entry["error"] = load.get("error")
+        entry["version"] = format_eccl_version(load.get("version_number")) or load.get("version_string")
+        entry["version_string"] = load.get("version_string")
+        out_copies.append(entry)
+    loaded_path = by_soname.get("path")
+    version = format_eccl_version(by_soname.get("version_number")) or by_soname.get("version_string")
+    loadable = bool(by_soname.get("loadable"))
+    if loaded_path:
+        real = os.path.realpath(loaded_path)
+        for entry in out_copies:
+            entry["loaded_by_soname"] = entry["realpath"] == real
+    result = {
+        "name": LIBRARY_NAME,
+        "path": loaded_path if loadable else None,
+        "version": version if loadable else None,
+        "loadable": loadable,
+        "error": by_soname.get("error"),
+        "copies": out_copies,
+    }
+    if not out_copies and not loadable:
+        problems.append(problem("LIBRARY_MISSING", "%s not found anywhere (%s)" % (
+            LIBRARY_NAME, by_soname.get("error") or "no copy in the searched directories")))
+        return result, problems
+    bad = [c for c in out_copies if c["loadable"] is False]
+    for c in bad:
+        problems.append(problem("LIBRARY_UNLOADABLE", "%s cannot be loaded: %s" % (c["path"], c["error"])))
+    if not loadable and len(bad) < len(out_copies):
+        dirs = sorted(set(os.path.dirname(c["path"]) for c in out_copies if c["loadable"]))
+        problems.append(problem(
+            "LIBRARY_NOT_ON_LOADER_PATH",
+            "%s is installed in %s but dlopen('%s') fails: %s" % (
+                LIBRARY_NAME, ", ".join(dirs), LIBRARY_NAME, by_soname.get("error")),
+            "Put %s in /etc/ld.so.conf.d/topsrider.conf and run ldconfig "
+            "(role gcu.topsrider.eccl_env does both)." % ", ".join(dirs)))
+    if len(out_copies) > 1:
+        desc = ", ".join("%s (%s)" % (c["realpath"], c["version"] or "version unknown") for c in out_copies)
+        problems.append(problem("LIBRARY_DUPLICATE", "%d copies of %s: %s; the loader picks %s" % (
+            len(out_copies), LIBRARY_NAME, desc, loaded_path or "none")))
+    return result, problems
+
+
+def _release(version):
+    return str(version or "").split("+", 1)[0].strip()
+
+
+def torch_requirement(requires):
+    """The torch requirement spec in Requires-Dist lines ('==2.13.0'), or None."""
+    for line in requires or []:
+        spec = line.split(";", 1)[0].strip()
+        m = re.match(r"^torch(?![\w.-])\s*\(?\s*([^)]*)\)?\s*$", spec, re.IGNORECASE)
+        if m:
+            return m.group(1).replace(" ", "") or None
+    return None
+
+
+def torch_matches(installed, spec):
+    """Does torch `installed` (e.g. '2.13.0+cpu') satisfy `spec`? None when unknown."""
+    if not installed or not spec:
+        return None
+    have = _release(installed)
+    clauses = [c for c in spec.split(",") if c]
+    for clause in clauses:
+        m = re.match(r"^(===|==|!=|>=|<=|~=|>|<)?(.+)$", clause)
+        op, want = m.group(1) or "==", m.group(2)
+        if want.endswith(".*"):
+            prefix = want[:-2]
+            hit = have == prefix or have.startswith(prefix + ".")
+            if (op == "==" and not hit) or (op == "!=" and hit):
+                return False
+            continue
+        want = _release(want)
+        if op in ("==", "==="):
+            if _vtuple(have) != _vtuple(want):
+                return False
+        elif op == "!=":
+            if _vtuple(have) == _vtuple(want):
+                return False
+        elif op == ">=" and not _vtuple(have) >= _vtuple(want):
+            return False
+        elif op == "<=" and not _vtuple(have) <= _vtuple(want):
+            return False
+        elif op == ">" and not _vtuple(have) > _vtuple(want):
+            return False
+        elif op == "<" and not _vtuple(have) < _vtuple(want):
+            return False
+        elif op == "~=":
+            parts = _vtuple(want, strip=False)
+            if not (_vtuple(have) >= _vtuple(want) and _vtuple(have, strip=False)[:len(parts) - 1] == parts[:-1]):
+                return False
+    return True
+
+
+def _vtuple(version, strip=True):
+    out = []
+    for part in version.split("."):
+        m = re.match(r"^(\d+)", part)
+        out.append(int(m.group(1)) if m else 0)
+    while strip and len(out) > 1 and out[-1] == 0:
+        out.pop()
+    return tuple(out)
+
+
+def classify_framework(report, backend):
+    """FRAMEWORK_SCRIPT report -> (framework result, problems)."""
+    problems = []
+    spec = torch_requirement(report.get("torch_gcu_requires"))
+    required = spec[2:] if spec and spec.startswith("==") and not spec.startswith("===") else spec
+    matches = torch_matches(report.get("torch_version"), spec)
+    result = {
+        "python": report.get("python"),
+        "python_version": report.get("python_version"),
+        "torch_version": report.get("torch_version"),
+        "torch_location": report.get("torch_location"),
+        "torch_gcu_version": report.get("torch_gcu_version"),
+        "torch_gcu_location": report.get("torch_gcu_location"),
+        "torch_gcu_warnings": report.get("torch_gcu_warnings") or [],
+        "api_generation": report.get("api_generation"),
+        "is_available": report.get("is_available"),
+        "device_count": report.get("device_count"),
+        "distributed_available": report.get("distributed_available"),
+        "backend": backend,
+        "backend_registered": report.get("backend_registered"),
+        "torch_required": required,
+        "torch_matches": matches,
+    }
+    python = report.get("python")
+    if report.get("torch_version") is None:
+        problems.append(problem("TORCH_MISSING", "torch cannot be imported by %s: %s" % (
+            python, report.get("torch_error"))))
+        if report.get("torch_gcu_installed") is False:
+            problems.append(problem("TORCH_GCU_MISSING", "torch_gcu is not installed for %s either" % python))
+        return result, problems
+    gcu_ok = False
+    if report.get("torch_gcu_missing"):
+        problems.append(problem("TORCH_GCU_MISSING", "torch_gcu is not installed for %s (torch %s is)" % (
+            python, report.get("torch_version"))))
+    elif report.get("torch_gcu_error"):
+        problems.append(problem("TORCH_GCU_IMPORT_FAILED", "import torch_gcu failed in %s: %s" % (
+            python, report.get("torch_gcu_error"))))
+    else:
+        gcu_ok = True
+    if gcu_ok:
+        if matches is False:
+            problems.append(problem("TORCH_VERSION_MISMATCH", "torch_gcu %s requires torch %s but %s has torch %s" % (
+                report.get("torch_gcu_version"), spec, python, report.get("torch_version")),
+                "Install torch==%s into %s, or the torch_gcu wheel built for torch %s." % (
+                    required, python, _release(report.get("torch_version")))))
+        if report.get("api_generation") is None:
+            problems.append(problem("TORCH_GCU_API_UNKNOWN"))
+        elif not report.get("device_count"):
+            problems.append(problem("NO_DEVICES", "torch_gcu (%s API) sees %s GCU%s%s" % (
+                report.get("api_generation"), report.get("device_count") or 0,
+                "" if report.get("device_count") == 1 else "s",
+                (": " + report["device_error"]) if report.get("device_error") else "")))
+    if report.get("backend_registered") is False:
+        if report.get("distributed_available") is False:
+            msg = "torch.distributed is not available in %s (%s)" % (python, report.get("backend_error") or
+                                                                      "torch built without distributed")
+        else:
+            msg = "%s: backend %r is not registered in %s%s" % (
+                report.get("backend_error") or "Invalid backend: '%s'" % backend, backend, python,
+                " after import torch_gcu" if gcu_ok else "")
+        problems.append(problem("BACKEND_NOT_REGISTERED", msg))
+    return result, problems
+
+
+def _ranks_text(ranks):
+    return ", ".join(str(r) for r in ranks)
+
+
+def classify_collective(outcomes, world_size, timed_out, timeout):
+    """Per-rank outcomes -> (collective fields, problems).
+
+    outcomes: list of {rank, rc, report, last_stage, stderr, killed, pid}
+    where killed is None, "timeout" (the run hit `timeout`) or "aborted"
+    (killed after another rank failed).
+    """
+    problems = []
+    reported = [o for o in outcomes if o.get("report")]
+    by_size = {}
+    order = []
+    for o in reported:
+        for res in o["report"].get("results") or []:
+            size = res["size_bytes"]
+            if size not in by_size:
+                by_size[size] = []
+                order.append(size)
+            by_size[size].append((o["rank"], res))
+    results = []
+    for size in order:
+        entries = by_size[size]
+        slowest = max(res["seconds"] for _, res in entries)
+        algbw = (size / slowest / 1e9) if slowest > 0 else None
+        busbw = algbw * 2.0 * (world_size - 1) / world_size if algbw is not None else None
+        wrong = [(rank, res) for rank, res in entries if not res.get("correct")]
+        results.append({
+            "size_bytes": size,
+            "latency_us": round(slowest * 1e6, 1),
+            "algbw_gbps": round(algbw, 4) if algbw is not None else None,
+            "busbw_gbps": round(busbw, 4) if busbw is not None else None,
+            "ranks": len(entries),
+            "correct": not wrong and len(entries) == world_size,
+        })
+        for rank, res in wrong:
+            problems.append(problem("WRONG_RESULT", "all_reduce of %d bytes: rank %d got %s, expected %s" % (
+                size, rank, res.get("got"), res.get("expected"))))
+    hung = [o for o in outcomes if not o.get("report") and o.get("killed") == "timeout"]
+    if hung:
+        stages = {}
+        for o in hung:
+            stages.setdefault(o.get("last_stage") or "start", []).append(o["rank"])
+        where = "; ".join("rank %s in %s" % (_ranks_text(r), s) for s, r in sorted(stages.items()))
+        problems.append(problem("RANK_TIMEOUT", "%d of %d ranks did not report within %ss and were killed (%s)" % (
+            len(hung), world_size, timeout, where)))
+    failed = [o for o in outcomes if not o.get("report") and not o.get("killed")]
+    for o in failed:
+        err = tail(o.get("stderr"), 8)
+        if "Invalid backend" in err:
+            problems.append(problem("BACKEND_NOT_REGISTERED", "rank %d: %s" % (o["rank"], err.splitlines()[-1])))
+        elif "address already in use" in err.lower() or "EADDRINUSE" in err:
+            problems.append(problem("MASTER_PORT_IN_USE", "rank %d could not use the rendezvous port: %s" % (
+                o["rank"], err.splitlines()[-1])))
+        else:
+            problems.append(problem("RANK_FAILED", "rank %d exited with rc=%s in %s: %s" % (
+                o["rank"], o.get("rc"), o.get("last_stage") or "start", err or "(no stderr)")))
+    aborted = [o["rank"] for o in outcomes if not o.get("report") and o.get("killed") == "aborted"]
+    if aborted and problems:
+        problems[-1]["message"] += "; ranks %s were killed after that" % _ranks_text(aborted)
+    fields = {
+        "ranks_reported": len(reported),
+        "timed_out": bool(timed_out),
+        "results": results,
+        "ranks": [{"rank": o["rank"], "pid": o.get("pid"), "rc": o.get("rc"), "reported": bool(o.get("report")),
+                   "last_stage": o.get("last_stage"), "killed": o.get("killed")} for o in outcomes],
+    }
+    return fields, problems
