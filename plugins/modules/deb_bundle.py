@@ -1,0 +1,890 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gcu.topsrider contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: deb_bundle
+short_description: Install a TopsRider bundle of .deb files as one verified, journalled, reversible transaction
+version_added: "0.1.0"
+description:
+  - Installs the C(.deb) files of a TopsRider bundle (a directory with a C(manifest.json), see C(docs/manifest.md))
+    in one C(dpkg) transaction, after checking every file's sha256 against the manifest, reading Package, Version,
+    Architecture and Depends from each deb with C(dpkg-deb), checking the architecture and the dependencies, and
+    checking the dpkg database for an interrupted earlier run (C(dpkg --audit)).
+  - Only the packages whose installed version differs are installed. An empty plan means C(changed=false) and no
+    C(dpkg) call that changes anything.
+  - Before changing anything the previous state of every package it touches (version or absent, hold) is written
+    to a snapshot in O(journal_dir), atomically and readable by root only. The snapshot id is returned.
+  - If the C(dpkg) transaction fails, the node is put back to the previous versions from the journal and the
+    module fails saying what failed and what state the node is left in.
+  - O(state=rolled_back) restores a snapshot exactly; previous versions are reinstalled from the debs they were
+    installed from (recorded in the journal) or found in O(cache_dirs), packages that were absent are purged,
+    holds are set as they were.
+  - Holds are dpkg selections (C(dpkg --set-selections)), so unattended upgrades and apt cannot move the stack.
+  - Never uses C(--force-*) dpkg options.
+author:
+  - gcu.topsrider contributors
+options:
+  path:
+    description:
+      - Directory on the node that holds the bundle's files.
+      - Required with O(state=present).
+    type: path
+  manifest:
+    description:
+      - Path on the node of the bundle manifest. A relative path is relative to O(path).
+      - Defaults to C(manifest.json) in O(path) when neither this nor O(manifest_content) is given.
+    type: path
+  manifest_content:
+    description:
+      - The manifest itself, as a dict in the format of C(docs/manifest.md).
+    type: dict
+  packages:
+    description:
+      - The subset of the manifest's deb packages to manage. Defaults to every deb in the manifest.
+      - With O(state=absent) and no manifest, the packages to remove.
+      - With O(state=rolled_back), limits the restore to these packages of the snapshot.
+    type: list
+    elements: str
+  state:
+    description:
+      - V(present) installs the bundle's versions.
+      - V(absent) removes the packages.
+      - V(rolled_back) restores the packages recorded in O(snapshot) to their state before that snapshot.
+    type: str
+    choices: [present, absent, rolled_back]
+    default: present
+  snapshot:
+    description:
+      - With O(state=present) or O(state=absent), the id under which the previous state is journalled; default a
+        generated timestamp id (C(20250101T120000Z)). When a snapshot with this id already exists, packages already
+        recorded in it keep their first recorded previous state and new ones are added, so a deploy that calls the
+        module twice has one snapshot.
+      - With O(state=rolled_back), the snapshot to restore; default the latest snapshot whose change was applied.
+      - Letters, digits, C(.), C(_) and C(-) only.
+    type: str
+  hold:
+    description:
+      - V(true) holds the managed packages (dpkg selection C(hold)) after the change, V(false) makes sure they are
+        not held. Not used with O(state=rolled_back), which restores the holds recorded in the snapshot.
+    type: bool
+    default: false
+  allow_downgrade:
+    description:
+      - Allow O(state=present) to install a version older than the installed one. When false a downgrade is refused
+        before anything changes. O(state=rolled_back) always may downgrade.
+    type: bool
+    default: false
+  purge:
+    description:
+      - With O(state=absent), purge (C(dpkg --purge)) rather than remove (C(dpkg --remove)), so that no
+        configuration files and no C(rc) entry in the dpkg database remain.
+      - Restoring a snapshot where a package was absent always purges, to return to exactly that state.
+    type: bool
+    default: true
+  lock_timeout:
+    description:
+      - Seconds to wait for the dpkg frontend lock (C(/var/lib/dpkg/lock-frontend)) and the dpkg database lock
+        before failing. Between 0 and 3600.
+    type: int
+    default: 60
+  recover_interrupted:
+    description:
+      - When C(dpkg --audit) reports a half-finished earlier run, repair it with C(dpkg --configure -a) before
+        planning. When false such a state fails the task before anything changes.
+    type: bool
+    default: false
+  journal_dir:
+    description:
+      - Directory of the journal (snapshots and the deb index). Created with mode C(0700).
+    type: path
+    default: /var/lib/topsrider
+  cache_dirs:
+    description:
+      - Directories searched (recursively) for the deb of a previous version when the journal does not record one,
+        e.g. for a version that was installed before this module managed the node.
+    type: list
+    elements: path
+    default: [/var/cache/topsrider]
+notes:
+  - The node must be Debian-based with C(dpkg), C(dpkg-deb) and C(dpkg-query). Must run as root (C(become)).
+  - The module waits for the dpkg lock like apt does, takes C(/var/lib/dpkg/lock-frontend) itself and runs dpkg
+    with C(DPKG_FRONTEND_LOCKED=1), so that no apt or unattended-upgrades run can slip in between the steps of
+    one transaction and its rollback.
+  - Conflicts and Breaks are left to dpkg; Depends and Pre-Depends are checked before anything changes.
+attributes:
+  check_mode:
+    support: full
+    description: Returns the exact plan (install, upgrade, downgrade, remove, reinstall, hold, unhold per package) and changes nothing.
+  diff_mode:
+    support: full
+    description: Shows the managed packages' versions and holds before and after.
+  platform:
+    support: full
+    platforms: debian
+    description: Debian and derivatives (dpkg).
+seealso:
+  - name: Bundle manifest format
+    description: docs/manifest.md in the gcu.topsrider collection.
+    link: https://example.invalid/gcu/topsrider/docs/manifest.md
+'''
+
+EXAMPLES = r'''
+- name: Install TopsRider 2.5.140 from the staged bundle and hold it
+  gcu.topsrider.deb_bundle:
+    path: /var/cache/topsrider/2.5.140
+    hold: true
+    snapshot: "deploy-{{ deploy_id }}"
+  register: topsrider_install
+
+- name: Show what would change, without changing anything
+  gcu.topsrider.deb_bundle:
+    path: /var/cache/topsrider/2.5.140
+    hold: true
+  check_mode: true
+  diff: true
+
+- name: Install only the SDK and ECCL, repairing an interrupted dpkg run first
+  gcu.topsrider.deb_bundle:
+    path: /var/cache/topsrider/2.5.140
+    manifest: manifest.json
+    packages: [tops-sdk, tops-eccl]
+    recover_interrupted: true
+    lock_timeout: 300
+
+- name: Go back to the versions before the last deploy
+  gcu.topsrider.deb_bundle:
+    state: rolled_back
+
+- name: Go back to a named snapshot
+  gcu.topsrider.deb_bundle:
+    state: rolled_back
+    snapshot: "{{ topsrider_install.snapshot }}"
+
+- name: Remove the stack
+  gcu.topsrider.deb_bundle:
+    state: absent
+    packages: [tops-eccl, topsfactor, tops-sdk]
+'''
+
+RETURN = r'''
+plan:
+  description: What the module does (or would do in check mode), one entry per package and action.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    package:
+      description: Package name.
+      type: str
+    action:
+      description: One of install, upgrade, downgrade, remove, reinstall, hold, unhold.
+      type: str
+    before:
+      description: Installed version before (null when absent). For hold/unhold, the version the package ends at.
+      type: str
+    after:
+      description: Version after (null when removed). For hold/unhold, the version the package ends at.
+      type: str
+  sample:
+    - {package: tops-sdk, action: upgrade, before: 2.5.136-1, after: 2.5.140-1}
+    - {package: tops-sdk, action: hold, before: 2.5.140-1, after: 2.5.140-1}
+snapshot:
+  description: Id of the snapshot the previous state was journalled under (present/absent), or the snapshot restored
+    (rolled_back). Null when nothing was applied (empty plan or check mode).
+  returned: always
+  type: str
+  sample: 20250101T120000Z
+packages:
+  description: Managed package name to installed version after the run (null when absent); predicted in check mode.
+  returned: always
+  type: dict
+  sample: {tops-sdk: 2.5.140-1, topsfactor: 2.5.140-1, tops-eccl: 2.5.140-1}
+held:
+  description: Managed packages held after the run.
+  returned: always
+  type: list
+  elements: str
+  sample: [tops-eccl, tops-sdk, topsfactor]
+recovered:
+  description: Whether an interrupted dpkg run was repaired with C(dpkg --configure -a) (or would be, in check mode).
+  returned: always
+  type: bool
+verified:
+  description: Files whose size and sha256 matched the manifest.
+  returned: when state=present
+  type: list
+  elements: str
+restored:
+  description: On a failed transaction, whether the node was put back to its previous versions.
+  returned: failure of the dpkg transaction
+  type: bool
+unmet:
+  description: Unmet dependencies that made the module refuse (package, version, requires).
+  returned: failure on dependencies
+  type: list
+  elements: dict
+mismatches:
+  description: Files that are missing or do not match the manifest (file, problem, expected, actual).
+  returned: failure on checksums
+  type: list
+  elements: dict
+diff:
+  description: Versions and holds of the managed packages before and after.
+  returned: when diff mode is on
+  type: dict
+'''
+
+import datetime
+import errno
+import fcntl
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg import (
+    DpkgError, QUERY_FORMAT, architecture_ok, audit_problems, check_transaction, deb_info,
+    installed_version, is_held, parse_dpkg_query, plan_absent, plan_present, plan_restore,
+    split_plan, strip_epoch)
+from ansible_collections.gcu.topsrider.plugins.module_utils._journal import (
+    JournalError, add_event, indexed_deb, latest_restorable, list_snapshots, load_index,
+    load_snapshot, merge_snapshot, new_snapshot_id, record_debs, restore_targets, save_index,
+    save_snapshot, snapshot_path)
+from ansible_collections.gcu.topsrider.plugins.module_utils._manifest import (
+    ManifestError, describe_problems, entries, load as load_manifest, sha256_file,
+    validate as validate_manifest, verify as verify_files)
+
+LOCK_FRONTEND = "/var/lib/dpkg/lock-frontend"
+LOCK_DB = "/var/lib/dpkg/lock"
+C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
+
+
+def _utcnow():
+    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0, tzinfo=None)
+
+
+def _iso(dt):
+    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def acquire_dpkg_lock(timeout, frontend=LOCK_FRONTEND, database=LOCK_DB,
+                      sleep=time.sleep, clock=time.time):
+    """Take the dpkg frontend lock as apt does (fcntl write lock on the whole
+    file), waiting up to `timeout` seconds, then wait (same deadline) until the
+    database lock is free, so that dpkg will not find it taken. Returns the
+    open fd holding the frontend lock, or None on timeout (with the lock that
+    was busy)."""
+    deadline = clock() + timeout
+    fd = os.open(frontend, os.O_RDWR | os.O_CREAT, 0o640)
+    if not _wait_lock(fd, deadline, sleep, clock, keep=True):
+        os.close(fd)
+        return None, frontend
+    dfd = os.open(database, os.O_RDWR | os.O_CREAT, 0o640)
+    try:
+        if not _wait_lock(dfd, deadline, sleep, clock, keep=False):
+            os.close(fd)
+            return None, database
+    finally:
+        os.close(dfd)
+    return fd, None
+
+
+def _wait_lock(fd, deadline, sleep, clock, keep):
+    while True:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except (IOError, OSError) as e:
+            if e.errno not in (errno.EACCES, errno.EAGAIN):
+                raise
+            if clock() >= deadline:
+                return False
+            sleep(0.5)
+            continue
+        if not keep:
+            fcntl.lockf(fd, fcntl.LOCK_UN)
+        return True
+
+
+def find_cached_deb(cache_dirs, package, version, arch=None, max_depth=4):
+    """Paths of files named like the deb of package=version in cache_dirs."""
+    wanted_prefix = "%s_%s_" % (package, strip_epoch(version))
+    found = []
+    for top in cache_dirs:
+        if not os.path.isdir(top):
+            continue
+        top_depth = top.rstrip(os.sep).count(os.sep)
+        for root, dirs, files in os.walk(top):
+            if root.count(os.sep) - top_depth >= max_depth:
+                dirs[:] = []
+            dirs.sort()
+            for name in sorted(files):
+                if name.startswith(wanted_prefix) and name.endswith(".deb"):
+                    if arch is None or name[len(wanted_prefix):-len(".deb")] in (arch, "all"):
+                        found.append(os.path.join(root, name))
+    return found
+
+
+class DebBundle(object):
+
+    def __init__(self, module):
+        self.module = module
+        self.p = module.params
+        self.dpkg = module.get_bin_path("dpkg", required=True)
+        self.dpkg_deb = module.get_bin_path("dpkg-deb", required=True)
+        self.dpkg_query = module.get_bin_path("dpkg-query", required=True)
+        self.lock_fd = None
+        self.result = {"changed": False, "plan": [], "snapshot": None, "packages": {},
+                       "held": [], "recovered": False}
+
+    # -- commands ---------------------------------------------------------
+
+    def run(self, argv, data=None, mutating=False, check_rc=True, what=None):
+        env = dict(C_LOCALE)
+        if mutating:
+            # We hold /var/lib/dpkg/lock-frontend ourselves (acquire_dpkg_lock),
+            # for the whole transaction including a rollback; this tells dpkg
+            # not to try to take it again (it would wait on us), as apt does.
+            env["DPKG_FRONTEND_LOCKED"] = "1"
+            env["DEBIAN_FRONTEND"] = "noninteractive"
+        rc, out, err = self.module.run_command(argv, data=data, environ_update=env,
+                                               binary_data=data is not None)
+        if check_rc and rc != 0:
+            self.fail("%s failed (rc=%d)%s" % (" ".join(argv), rc, (": " + what) if what else ""),
+                      cmd=" ".join(argv), rc=rc, stdout=out, stderr=err)
+        return rc, out, err
+
+    def fail(self, msg, **kwargs):
+        self.release_lock()
+        result = dict(self.result)
+        result.update(kwargs)
+        self.module.fail_json(msg=msg, **result)
+
+    def release_lock(self):
+        if self.lock_fd is not None:
+            try:
+                fcntl.lockf(self.lock_fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self.lock_fd)
+                self.lock_fd = None
+
+    def take_lock(self):
+        timeout = self.p["lock_timeout"]
+        fd, busy = acquire_dpkg_lock(timeout)
+        if fd is None:
+            self.fail("could not get the dpkg lock %s within lock_timeout=%ds: another package "
+                      "manager (apt, unattended-upgrades, dpkg) is running; nothing was changed"
+                      % (busy, timeout), lock=busy)
+        self.lock_fd = fd
+
+    def query(self):
+        rc, out, err = self.run([self.dpkg_query, "-W", "-f=" + QUERY_FORMAT])
+        return parse_dpkg_query(out)
+
+    def read_deb(self, path):
+        rc, out, err = self.run([self.dpkg_deb, "--field", path], what="cannot read %s" % path)
+        try:
+            return deb_info(out)
+        except DpkgError as e:
+            self.fail("%s: %s" % (path, e))
+
+    def architectures(self):
+        native = self.run([self.dpkg, "--print-architecture"])[1].strip()
+        foreign = self.run([self.dpkg, "--print-foreign-architectures"])[1].split()
+        return native, foreign
+
+    # -- inputs -----------------------------------------------------------
+
+    def load_manifest(self):
+        p = self.p
+        if p["manifest_content"] is not None:
+            try:
+                return validate_manifest(p["manifest_content"])
+            except ManifestError as e:
+                self.fail("manifest_content: %s" % e)
+        path = p["manifest"]
+        if path is None and p["path"] is None:
+            return None
+        if path is None:
+            path = "manifest.json"
+        if not os.path.isabs(path):
+            if p["path"] is None:
+                self.fail("manifest %s is relative: give path too" % path)
+            path = os.path.join(p["path"], path)
+        try:
+            return load_manifest(path)
+        except ManifestError as e:
+            self.fail(str(e))
+
+    def selected_debs(self, manifest):
+        debs = entries(manifest, "deb")
+        names = self.p["packages"]
+        if names is None:
+            return debs
+        known = set(d["package"] for d in debs)
+        unknown = sorted(set(names) - known)
+        if unknown:
+            self.fail("packages not in the manifest's debs: %s (it has: %s)"
+                      % (", ".join(unknown), ", ".join(sorted(known))))
+        return [d for d in debs if d["package"] in names]
+
+    # -- audit ------------------------------------------------------------
+
+    def audit(self):
+        """Check for a half-finished dpkg run; repair it when asked."""
+        out = audit_problems(self.run([self.dpkg, "--audit"])[1])
+        if not out:
+            return
+        if not self.p["recover_interrupted"]:
+            self.fail("dpkg reports an interrupted or half-finished earlier run; nothing was changed. "
+                      "Set recover_interrupted=true to repair it with 'dpkg --configure -a'. "
+                      "dpkg --audit said: " + out, audit=out)
+        self.result["recovered"] = True
+        self.result["changed"] = True
+        if self.module.check_mode:
+            self.module.warn("check mode: dpkg --configure -a would run first to repair: " + out)
+            return
+        self.run([self.dpkg, "--configure", "-a"], mutating=True,
+                 what="repairing the interrupted dpkg run")
+        left = audit_problems(self.run([self.dpkg, "--audit"])[1])
+        if left:
+            self.fail("dpkg --configure -a did not repair the dpkg database; dpkg --audit still says: "
+                      + left, audit=left)
+
+    # -- planning helpers -------------------------------------------------
+
+    def check_dependencies(self, installed, changes):
+        try:
+            unmet = check_transaction(installed, changes)
+        except DpkgError as e:
+            self.fail("cannot check dependencies: %s" % e)
+        if unmet:
+            lines = ["%s %s needs %s" % (u["package"], u["version"], u["requires"]) for u in unmet]
+            self.fail("unmet dependencies, nothing was changed: " + "; ".join(lines), unmet=unmet)
+
+    def locate_deb(self, package, version, arch, recorded, index):
+        """A verified deb file for package=version: the recorded one, the one in the
+        index, or one found in cache_dirs. Returns {"path", "sha256"} or None."""
+        candidates = []
+        for rec in (recorded, indexed_deb(index, package, version)):
+            if rec and rec.get("path"):
+                candidates.append((rec["path"], rec.get("sha256")))
+        for path in find_cached_deb(self.p["cache_dirs"], package, version, arch):
+            candidates.append((path, None))
+        seen = set()
+        for path, sha in candidates:
+            if path in seen or not os.path.isfile(path):
+                continue
+            seen.add(path)
+            digest = sha256_file(path)
+            if sha and digest != sha:
+                self.module.warn("%s does not match the sha256 recorded for %s %s; not using it"
+                                 % (path, package, version))
+                continue
+            rc, out, err = self.run([self.dpkg_deb, "--field", path], check_rc=False)
+            if rc != 0:
+                continue
+            try:
+                info = deb_info(out)
+            except DpkgError:
+                continue
+            if info["package"] == package and info["version"] == version:
+                return {"path": path, "sha256": digest}
+        return None
+
+    # -- the states -------------------------------------------------------
+
+    def prepare_present(self):
+        p = self.p
+        if p["path"] is None:
+            self.fail("state=present needs path")
+        manifest = self.load_manifest()
+        problems = verify_files(p["path"], manifest)
+        if problems:
+            self.fail("bundle files in %s do not match the manifest, nothing was changed: %s"
+                      % (p["path"], "; ".join(describe_problems(problems))), mismatches=problems)
+        self.result["verified"] = [e["file"] for e in manifest["files"]]
+        native, foreign = self.architectures()
+        debs = []
+        bad = []
+        for entry in self.selected_debs(manifest):
+            path = os.path.join(p["path"], entry["file"])
+            info = self.read_deb(path)
+            for key in ("package", "version", "architecture"):
+                if info[key] != entry[key]:
+                    bad.append("%s: the deb says %s %s, the manifest %s"
+                               % (entry["file"], key, info[key], entry[key]))
+            if not architecture_ok(info["architecture"], native, foreign):
+                bad.append("%s: architecture %s does not run on this node (%s%s)"
+                           % (entry["file"], info["architecture"], native,
+                              "".join(", " + f for f in foreign)))
+            info["path"] = path
+            info["sha256"] = entry["sha256"]
+            debs.append(info)
+        if bad:
+            self.fail("the bundle does not fit this node, nothing was changed: " + "; ".join(bad))
+        return debs
+
+    def plan_for(self, installed, debs):
+        p = self.p
+        state = p["state"]
+        if state == "present":
+            plan = plan_present(debs, installed, p["hold"])
+            downgrades = [e for e in plan if e["action"] == "downgrade"]
+            if downgrades and not p["allow_downgrade"]:
+                self.fail("refusing to downgrade, nothing was changed: %s. Set allow_downgrade=true, "
+                          "or use state=rolled_back to return to a snapshot"
+                          % "; ".join("%s installed %s is newer than the bundle's %s"
+                                      % (e["package"], e["before"], e["after"]) for e in downgrades),
+                          plan=plan)
+            by_name = dict((d["package"], d) for d in debs)
+            changes = dict((e["package"], by_name[e["package"]]) for e in plan
+                           if e["action"] in ("install", "upgrade", "downgrade", "reinstall"))
+            self.check_dependencies(installed, changes)
+            return plan, by_name
+        if state == "absent":
+            plan = plan_absent(self.names, installed)
+            self.check_dependencies(installed, dict((e["package"], None) for e in plan))
+            return plan, {}
+        raise AssertionError(state)
+
+    def managed_state(self, installed, names):
+        packages = dict((n, installed_version(installed.get(n))) for n in sorted(names))
+        held = sorted(n for n in names if is_held(installed.get(n)) and packages[n] is not None)
+        return packages, held
+
+    def predicted_state(self, installed, names, plan):
+        packages, held = self.managed_state(installed, names)
+        held = set(held)
+        for e in plan:
+            if e["action"] == "hold":
+                held.add(e["package"])
+            elif e["action"] == "unhold":
+                held.discard(e["package"])
+            else:
+                packages[e["package"]] = e["after"]
+                if e["after"] is None:
+                    held.discard(e["package"])
+        return packages, sorted(held)
+
+    # -- applying ---------------------------------------------------------
+
+    def apply_versions(self, install_paths, remove_names, purge):
+        """One dpkg transaction for the installs, one for the removals.
+        Returns None or (argv, rc, out, err) of the step that failed."""
+        if install_paths:
+            argv = [self.dpkg, "--install", "--"] + install_paths
+            rc, out, err = self.run(argv, mutating=True, check_rc=False)
+            if rc != 0:
+                return argv, rc, out, err
+        if remove_names:
+            argv = [self.dpkg, "--purge" if purge else "--remove", "--"] + sorted(remove_names)
+            rc, out, err = self.run(argv, mutating=True, check_rc=False)
+            if rc != 0:
+                return argv, rc, out, err
+        return None
+
+    def set_holds(self, want_held):
+        """want_held: {name: bool}; dpkg -i resets a hold, so this always runs
+        against the current database."""
+        installed = self.query()
+        lines = []
+        for name in sorted(want_held):
+            if installed_version(installed.get(name)) is None:
+                continue
+            if want_held[name] and not is_held(installed.get(name)):
+                lines.append("%s hold\n" % name)
+            elif not want_held[name] and is_held(installed.get(name)):
+                lines.append("%s install\n" % name)
+        if lines:
+            self.run([self.dpkg, "--set-selections"], data="".join(lines), mutating=True,
+                     what="setting holds")
+
+    def restore(self, targets, debs_for):
+        """Put packages back to targets ({name: {version, held}}); debs_for:
+        {name: {"path", "sha256"}} for the versions to reinstall. Returns
+        (restored, problems)."""
+        installed = self.query()
+        plan = plan_restore(targets, installed)
+        install, remove, _hold, _unhold = split_plan(plan)
+        problems = []
+        paths = []
+        for name in install:
+            deb = debs_for.get(name)
+            if not deb:
+                problems.append("no deb for %s %s" % (name, targets[name]["version"]))
+            else:
+                paths.append(deb["path"])
+        failed = self.apply_versions(paths, remove, purge=True)
+        if failed:
+            argv, rc, out, err = failed
+            problems.append("%s failed (rc=%d): %s" % (" ".join(argv), rc, (err or out).strip()[-2000:]))
+        self.set_holds(dict((n, t["held"]) for n, t in targets.items()))
+        after = self.query()
+        for name, t in sorted(targets.items()):
+            entry = after.get(name)
+            if installed_version(entry) != t["version"] or (
+                    t["version"] is not None and entry["status"] != "installed"):
+                problems.append("%s is %s %s, wanted %s" % (
+                    name, installed_version(entry), entry["status"] if entry else "absent", t["version"]))
+        return not problems, problems
+
+    def main(self):
+        p = self.p
+        state = p["state"]
+        debs = []
+        snap_to_restore = None
+        if state == "present":
+            debs = self.prepare_present()
+            self.names = [d["package"] for d in debs]
+        elif state == "absent":
+            manifest = self.load_manifest()
+            if manifest is not None:
+                self.names = [d["package"] for d in self.selected_debs(manifest)]
+            else:
+                self.names = list(p["packages"] or [])
+            if not self.names:
+                self.fail("state=absent needs packages, or a manifest with debs")
+        else:
+            snap_to_restore = self.find_snapshot()
+            self.names = sorted(snap_to_restore.get("packages", {}))
+            if p["packages"] is not None:
+                unknown = sorted(set(p["packages"]) - set(self.names))
+                if unknown:
+                    self.fail("snapshot %s does not record %s" % (snap_to_restore["id"], ", ".join(unknown)))
+                self.names = sorted(p["packages"])
+
+        if not self.module.check_mode:
+            self.take_lock()
+        self.audit()
+        installed = self.query()
+
+        if state == "rolled_back":
+            plan, debs_for = self.plan_rollback(snap_to_restore, installed)
+        else:
+            plan, by_name = self.plan_for(installed, debs)
+            debs_for = dict((n, {"path": d["path"], "sha256": d["sha256"]}) for n, d in by_name.items())
+
+        before_pkgs, before_held = self.managed_state(installed, self.names)
+        after_pkgs, after_held = self.predicted_state(installed, self.names, plan)
+        self.result.update(plan=plan, packages=after_pkgs, held=after_held)
+        self.result["diff"] = {"before": {"packages": before_pkgs, "held": before_held},
+                               "after": {"packages": after_pkgs, "held": after_held}}
+        if plan:
+            self.result["changed"] = True
+        if self.module.check_mode or not plan:
+            self.release_lock()
+            self.module.exit_json(**self.result)
+
+        if state == "rolled_back":
+            self.apply_rollback(snap_to_restore, installed, debs_for)
+        else:
+            self.apply_change(installed, plan, debs_for)
+        after = self.query()
+        packages, held = self.managed_state(after, self.names)
+        self.result.update(packages=packages, held=held)
+        self.result["diff"]["after"] = {"packages": packages, "held": held}
+        self.release_lock()
+        self.module.exit_json(**self.result)
+
+    def find_snapshot(self):
+        jd = self.p["journal_dir"]
+        try:
+            if self.p["snapshot"]:
+                snap = load_snapshot(jd, self.p["snapshot"])
+                if snap is None:
+                    self.fail("no snapshot %s in %s" % (self.p["snapshot"], jd))
+                if snap.get("status") == "pending":
+                    self.module.warn("snapshot %s was never completed (status pending)" % snap["id"])
+                return snap
+            snap = latest_restorable(list_snapshots(jd))
+        except JournalError as e:
+            self.fail(str(e))
+        if snap is None:
+            self.fail("no snapshot to roll back to in %s" % jd)
+        return snap
+
+    def plan_rollback(self, snap, installed):
+        targets = restore_targets(snap, self.names)
+        plan = plan_restore(targets, installed)
+        index = self.safe_index()
+        debs_for = {}
+        missing = []
+        changes = {}
+        for e in plan:
+            if e["action"] == "remove":
+                changes[e["package"]] = None
+            if e["action"] not in ("install", "upgrade", "downgrade", "reinstall"):
+                continue
+            name, version = e["package"], e["after"]
+            rec = snap["packages"][name].get("before_deb")
+            arch = (installed.get(name) or {}).get("architecture") or None
+            deb = self.locate_deb(name, version, arch, rec, index)
+            if deb is None:
+                where = [rec["path"]] if rec and rec.get("path") else []
+                missing.append("%s %s (looked for %s in %s)" % (
+                    name, version, ", ".join(where) or "a recorded deb",
+                    ", ".join(self.p["cache_dirs"])))
+                continue
+            debs_for[name] = deb
+            changes[name] = self.read_deb(deb["path"])
+        if missing:
+            self.fail("cannot roll back to snapshot %s, the deb needed is gone: %s; nothing was changed"
+                      % (snap["id"], "; ".join(missing)), plan=plan)
+        self.check_dependencies(installed, changes)
+        self.result["snapshot"] = snap["id"]
+        return plan, debs_for
+
+    def safe_index(self):
+        try:
+            return load_index(self.p["journal_dir"])
+        except JournalError as e:
+            self.module.warn("ignoring the deb index: %s" % e)
+            return {}
+
+    def apply_rollback(self, snap, installed, debs_for):
+        jd = self.p["journal_dir"]
+        targets = restore_targets(snap, self.names)
+        ok, problems = self.restore(targets, debs_for)
+        now = _iso(_utcnow())
+        snap = add_event(snap, now, "rolled_back" if ok else "rollback-failed",
+                         {"packages": sorted(targets), "problems": problems})
+        save_snapshot(jd, snap)
+        if not ok:
+            after = self.query()
+            packages, held = self.managed_state(after, self.names)
+            self.result["diff"]["after"] = {"packages": packages, "held": held}
+            self.fail("rollback to snapshot %s did not complete: %s. The node is left with: %s"
+                      % (snap["id"], "; ".join(problems), _describe(packages, held)),
+                      packages=packages, held=held, restored=False)
+
+    def apply_change(self, installed, plan, debs_for):
+        p = self.p
+        jd = p["journal_dir"]
+        install, remove, hold_names, unhold_names = split_plan(plan)
+        touched = sorted(set(install) | set(remove) | set(hold_names) | set(unhold_names))
+        index = self.safe_index()
+        now = _utcnow()
+        records = {}
+        previous_debs = {}
+        for name in touched:
+            entry = installed.get(name)
+            before = installed_version(entry)
+            before_deb = None
+            if before is not None:
+                before_deb = self.locate_deb(name, before, entry.get("architecture") or None, None, index)
+                if before_deb is None and name in set(install) | set(remove):
+                    self.module.warn("no deb of %s %s found in the journal or in %s: a rollback to this "
+                                     "snapshot cannot reinstall it" % (name, before, ", ".join(p["cache_dirs"])))
+            previous_debs[name] = before_deb
+            final = self.result["packages"].get(name)
+            records[name] = {"before": before, "before_held": is_held(entry), "before_deb": before_deb,
+                             "after": final, "after_held": name in self.result["held"]}
+        try:
+            snapshot_id = p["snapshot"]
+            if not snapshot_id:
+                existing_ids = set(s.get("id") for s in list_snapshots(jd))
+                snapshot_id = new_snapshot_id(now, existing_ids)
+            existing = load_snapshot(jd, snapshot_id)
+            snap = merge_snapshot(existing, snapshot_id, _iso(now), p["state"], records)
+            snap = add_event(snap, _iso(now), "start", {"plan": plan})
+            save_snapshot(jd, snap)
+        except (JournalError, OSError, IOError) as e:
+            self.fail("cannot write the journal in %s, nothing was changed: %s" % (jd, e))
+        self.result["snapshot"] = snapshot_id
+        self.result["journal"] = snapshot_path(jd, snapshot_id)
+
+        install_paths = [debs_for[n]["path"] for n in install]
+        failed = self.apply_versions(install_paths, remove, purge=p["purge"])
+        if failed is None:
+            managed = self.names if p["state"] == "present" else []
+            self.set_holds(dict((n, p["hold"]) for n in managed))
+            snap = add_event(snap, _iso(_utcnow()), "applied")
+            if snap.get("status") != "applied":
+                snap["status"] = "applied"
+            save_snapshot(jd, snap)
+            save_index(jd, record_debs(index, [
+                {"package": n, "version": self.result["packages"][n], "path": debs_for[n]["path"],
+                 "sha256": debs_for[n]["sha256"]} for n in install]))
+            return
+
+        # The transaction failed: put back what this run changed.
+        argv, rc, out, err = failed
+        targets = dict((n, {"version": records[n]["before"], "held": records[n]["before_held"]})
+                       for n in touched)
+        ok, problems = self.restore(targets, dict((n, d) for n, d in previous_debs.items() if d))
+        after = self.query()
+        packages, held = self.managed_state(after, self.names)
+        if existing is None:
+            snap["status"] = "failed-restored" if ok else "failed"
+        elif not ok:
+            snap["status"] = "failed"
+        if existing is not None and ok:
+            # the packages this run added to an existing snapshot are back as they were
+            snap["packages"] = existing.get("packages", {})
+        snap = add_event(snap, _iso(_utcnow()), "failed", {
+            "cmd": " ".join(argv), "rc": rc, "restored": ok, "problems": problems})
+        save_snapshot(jd, snap)
+        if ok:
+            state_msg = "the node was put back to its previous versions: %s" % _describe(packages, held)
+        else:
+            state_msg = ("putting the node back did not complete (%s); the node is left with: %s"
+                         % ("; ".join(problems), _describe(packages, held)))
+        self.result["changed"] = not ok
+        self.result["diff"]["after"] = {"packages": packages, "held": held}
+        self.fail("%s failed (rc=%d): %s. %s" % (" ".join(argv), rc, _tail(err or out), state_msg),
+                  cmd=" ".join(argv), rc=rc, stdout=out, stderr=err, restored=ok,
+                  packages=packages, held=held, restore_problems=problems)
+
+
+def _tail(text, lines=8):
+    text = (text or "").strip().splitlines()
+    return " | ".join(text[-lines:])
+
+
+def _describe(packages, held):
+    return ", ".join("%s %s%s" % (n, v if v is not None else "absent", " (held)" if n in held else "")
+                     for n, v in sorted(packages.items())) or "no packages"
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path"),
+            manifest=dict(type="path"),
+            manifest_content=dict(type="dict"),
+            packages=dict(type="list", elements="str"),
+            state=dict(type="str", default="present", choices=["present", "absent", "rolled_back"]),
+            snapshot=dict(type="str"),
+            hold=dict(type="bool", default=False),
+            allow_downgrade=dict(type="bool", default=False),
+            purge=dict(type="bool", default=True),
+            lock_timeout=dict(type="int", default=60),
+            recover_interrupted=dict(type="bool", default=False),
+            journal_dir=dict(type="path", default="/var/lib/topsrider"),
+            cache_dirs=dict(type="list", elements="path", default=["/var/cache/topsrider"]),
+        ),
+        mutually_exclusive=[("manifest", "manifest_content")],
+        required_if=[
+            ("state", "present", ("path",)),
+            ("state", "absent", ("packages", "manifest", "manifest_content", "path"), True),
+        ],
+        supports_check_mode=True,
+    )
+    if not 0 <= module.params["lock_timeout"] <= 3600:
+        module.fail_json(msg="lock_timeout must be between 0 and 3600 seconds, got %d"
+                         % module.params["lock_timeout"])
+    if module.params["snapshot"] is not None:
+        try:
+            snapshot_path("/", module.params["snapshot"])
+        except JournalError as e:
+            module.fail_json(msg=str(e))
+    DebBundle(module).main()
+
+
+if __name__ == "__main__":
+    main()
