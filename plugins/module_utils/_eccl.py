@@ -497,7 +497,12 @@ def classify_library(copies, soname_report):
     (None when the child failed, which the caller reports as PROBE_FAILED).
     """
     problems = []
-    by_soname = (soname_report or {}).get("by_soname") or {}
+    if soname_report is None:
+        # Nothing is known about loading: report the copies only (the caller adds PROBE_FAILED).
+        result = {"name": LIBRARY_NAME, "path": None, "version": None, "loadable": None, "error": None,
+                  "copies": [dict(c, loadable=None, error=None, version=None, version_string=None) for c in copies]}
+        return result, problems
+    by_soname = soname_report.get("by_soname") or {}
     loads = dict((c.get("path"), c) for c in (soname_report or {}).get("copies") or [])
     out_copies = []
     for copy in copies:

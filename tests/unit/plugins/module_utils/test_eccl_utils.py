@@ -191,6 +191,12 @@ def test_classify_library(copies, report, expected_codes, path, version):
     assert len(result["copies"]) == len(copies)
 
 
+def test_classify_library_without_report_concludes_nothing():
+    result, problems = _eccl.classify_library([_copy("/usr/local/tops/lib/libeccl.so")], None)
+    assert problems == []
+    assert result["loadable"] is None and result["copies"][0]["loadable"] is None
+
+
 def test_duplicate_message_names_versions_and_pick():
     copies = [_copy("/usr/local/tops/lib/libeccl.so"), _copy("/usr/lib/libeccl.so")]
     report = {"by_soname": dict(OK_LOAD, path="/usr/lib/libeccl.so"),

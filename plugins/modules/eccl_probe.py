@@ -1,0 +1,650 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gcu.topsrider contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: eccl_probe
+short_description: Prove that ECCL and torch_gcu work on a GCU node, level by level
+version_added: "0.1.0"
+description:
+  - A stack that is installed is not necessarily working. This module checks, in levels that each include the ones before
+    them, that the Enflame collective library works in the interpreter that trains.
+  - C(library) finds every C(libeccl.so) (ldconfig cache, C(/etc/ld.so.conf) and C(/etc/ld.so.conf.d),
+    O(library_dirs), C(LD_LIBRARY_PATH) from O(environment), TopsRider's default directories), loads it by
+    soname and every copy by path with ctypes in a child process, and reads its version
+    (C(ecclGetVersion) / C(ecclGetVersionString)) when it exports one.
+  - C(framework) runs a child process of O(python) that imports torch and torch_gcu, detects the torch_gcu
+    API generation (1.x C(torch_gcu.device_count), 2.x C(torch.gcu.device_count)), counts the visible cards,
+    asks C(torch.distributed) whether O(backend) is registered, and compares the installed torch with the
+    C(Requires-Dist) of the installed torch_gcu distribution.
+  - C(collective) starts one child per rank (O(world_size)), each runs C(init_process_group) with O(backend) over
+    127.0.0.1, an all-reduce at each of O(sizes) with the sum checked on every rank, and reports latency and
+    bus bandwidth. The whole run is bounded by O(timeout); on timeout every child's process group is killed.
+  - Every failure becomes a problem C({code, message, hint}); see RV(problems) for the codes.
+  - Read-only. It never reports C(changed). Check mode runs the same probes, since they change nothing.
+author:
+  - gcu.topsrider contributors
+options:
+  level:
+    description:
+      - How far to probe. Each level includes the ones before it.
+    type: str
+    choices: [library, framework, collective]
+    default: framework
+  python:
+    description:
+      - The interpreter of the training environment, a path or a command name.
+      - Defaults to the node's C(python3).
+      - A path that does not exist gives the problem C(PYTHON_MISSING).
+    type: str
+  library_dirs:
+    description:
+      - Extra directories to search for C(libeccl.so), searched first.
+    type: list
+    elements: path
+    default: []
+  world_size:
+    description:
+      - Number of ranks of the C(collective) level.
+      - Defaults to the number of cards visible to torch_gcu, at least 2.
+    type: int
+  backend:
+    description:
+      - The C(torch.distributed) backend to check and to run the all-reduce with.
+      - C(gloo) and C(nccl) are allowed for comparison; only C(eccl) imports torch_gcu in the ranks.
+    type: str
+    choices: [eccl, gloo, nccl]
+    default: eccl
+  timeout:
+    description:
+      - Seconds. Bounds each probe child and the whole collective run (all ranks together).
+      - Ranks still running after it are killed with their process groups and reported as C(RANK_TIMEOUT).
+    type: int
+    default: 120
+  environment:
+    description:
+      - Extra environment variables for every child process, for example C(ECCL_DEBUG), C(ECCL_*),
+        C(ENFLAME_VISIBLE_DEVICES) or C(LD_LIBRARY_PATH).
+      - Names must match C(^[A-Z_][A-Z0-9_]*$).
+    type: dict
+    default: {}
+  sizes:
+    description:
+      - Payload sizes of the all-reduce, in bytes (float32 elements, rounded down to a multiple of 4).
+    type: list
+    elements: int
+    default: [4096, 1048576]
+  iterations:
+    description:
+      - Timed all-reduce calls per size (after one warm-up call); latency is their mean on the slowest rank.
+    type: int
+    default: 5
+  master_port:
+    description:
+      - Rendezvous port on 127.0.0.1 for the C(collective) level.
+      - Defaults to a free port chosen by the module.
+    type: int
+  fail_on_problem:
+    description:
+      - Fail the task when any problem is found, with the problems in C(msg).
+      - Set to V(false) for reporting runs; RV(healthy) and RV(problems) still tell.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+    description: The probes are read-only and run in check mode too.
+  diff_mode:
+    support: none
+    description: Nothing is changed, so there is nothing to diff.
+  platform:
+    support: full
+    platforms: posix
+    description: Linux nodes with the TopsRider stack (or the gcu.topsrider simulator).
+notes:
+  - The children get the module's environment plus O(environment), not a login shell's; settings from
+    C(/etc/profile.d/topsrider.sh) must be passed in O(environment) to take effect.
+  - On 8 ranks each importing torch on a small machine the collective level takes tens of seconds;
+    keep O(sizes) small.
+seealso:
+  - module: gcu.topsrider.gcu_devices
+'''
+
+EXAMPLES = r'''
+- name: Is libeccl.so installed once and loadable?
+  gcu.topsrider.eccl_probe:
+    level: library
+
+- name: Does the training venv have a working torch_gcu with the eccl backend?
+  gcu.topsrider.eccl_probe:
+    level: framework
+    python: /opt/venvs/train/bin/python
+
+- name: All-reduce on every card, report without failing
+  gcu.topsrider.eccl_probe:
+    level: collective
+    python: /opt/venvs/train/bin/python
+    sizes: [4096, 1048576, 16777216]
+    timeout: 180
+    environment:
+      ECCL_DEBUG: INFO
+    fail_on_problem: false
+  register: eccl
+
+- name: Show the bus bandwidth per size
+  ansible.builtin.debug:
+    msg: "{{ eccl.collective.results | map(attribute='busbw_gbps') | list }}"
+  when: eccl.healthy
+
+- name: Compare with gloo on four ranks
+  gcu.topsrider.eccl_probe:
+    level: collective
+    python: /opt/venvs/train/bin/python
+    backend: gloo
+    world_size: 4
+'''
+
+RETURN = r'''
+healthy:
+  description: True when no problem was found at the levels run.
+  returned: always
+  type: bool
+  sample: true
+problems:
+  description:
+    - Every problem found, each with a C(code), a C(message) naming what was seen and a C(hint) saying what to do.
+    - C(LIBRARY_MISSING) no libeccl.so anywhere; install tops-eccl from the bundle.
+    - C(LIBRARY_NOT_ON_LOADER_PATH) installed but C(dlopen) of C(libeccl.so) by soname fails; add its directory to
+      C(/etc/ld.so.conf.d/topsrider.conf) and run ldconfig.
+    - C(LIBRARY_UNLOADABLE) a copy cannot be loaded; check C(ldd), reinstall tops-eccl.
+    - C(LIBRARY_DUPLICATE) more than one distinct copy; remove the stray ones (C(dpkg -S) names owners).
+    - C(PYTHON_MISSING) O(python) does not exist; point it at the training interpreter.
+    - C(TORCH_MISSING) torch not importable by O(python); install it or probe the right interpreter.
+    - C(TORCH_GCU_MISSING) torch_gcu not installed for O(python) (the cause of C(Invalid backend 'eccl'));
+      install the wheel for that Python minor version.
+    - C(TORCH_GCU_IMPORT_FAILED) C(import torch_gcu) raised; the message carries the error.
+    - C(TORCH_GCU_API_UNKNOWN) neither the 1.x nor the 2.x API is present; reinstall torch_gcu.
+    - C(TORCH_VERSION_MISMATCH) torch is not the version torch_gcu requires; install the required torch.
+    - C(BACKEND_NOT_REGISTERED) C(torch.distributed) rejects O(backend) (C(Invalid backend)); import torch_gcu
+      in the training interpreter before C(init_process_group).
+    - C(NO_DEVICES) torch_gcu sees no card; check the driver and C(ENFLAME_VISIBLE_DEVICES).
+    - C(MASTER_PORT_IN_USE) the rendezvous port is taken; leave O(master_port) unset.
+    - C(RANK_TIMEOUT) ranks did not report within O(timeout) and were killed; the message names the stage
+      each was in; check card health and run with C(ECCL_DEBUG=INFO).
+    - C(RANK_FAILED) a rank exited with an error; the message carries its stderr.
+    - C(WRONG_RESULT) an all-reduce sum was wrong on a rank; check card health, unset C(ECCL_ALGO)/C(ECCL_PROTO).
+    - C(PROBE_FAILED) a probe child crashed or timed out without a report.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - code: TORCH_VERSION_MISMATCH
+      message: torch_gcu 2.3.0+2.5.136 requires torch ==2.3.0 but /opt/venvs/train/bin/python has torch 2.13.0+cpu
+      hint: Install torch==2.3.0 into /opt/venvs/train/bin/python, or the torch_gcu wheel built for torch 2.13.0.
+msg:
+  description: One line summing up the result; on failure the problems, code by code.
+  returned: always
+  type: str
+library:
+  description: What the C(library) level found.
+  returned: always
+  type: dict
+  contains:
+    name:
+      description: The soname looked for.
+      type: str
+      sample: libeccl.so
+    path:
+      description: The file the loader resolves C(libeccl.so) to, null when it cannot.
+      type: str
+      sample: /usr/local/tops/lib/libeccl.so
+    version:
+      description: Version of that library (from C(ecclGetVersion), else C(ecclGetVersionString)), null when unknown.
+      type: str
+      sample: 2.5.136
+    loadable:
+      description: Whether C(dlopen) of C(libeccl.so) by soname succeeds.
+      type: bool
+    error:
+      description: The loader's error when it does not.
+      type: str
+    copies:
+      description: Every distinct file found (symlinks and hard links to one file count once).
+      type: list
+      elements: dict
+      sample:
+        - path: /usr/local/tops/lib/libeccl.so
+          realpath: /usr/local/tops/lib/libeccl.so
+          found_in: [ld.so.conf, default, ldconfig cache]
+          links: []
+          in_loader_cache: true
+          loaded_by_soname: true
+          loadable: true
+          error: null
+          size: 15144
+          version: 2.5.136
+          version_string: 2.5.136
+    search_dirs:
+      description: The directories searched, in order.
+      type: list
+      elements: str
+framework:
+  description: What the C(framework) level found; null when that level was not run.
+  returned: always
+  type: dict
+  contains:
+    python:
+      description: The interpreter probed (C(sys.executable) of the child).
+      type: str
+    python_version:
+      description: Its version.
+      type: str
+      sample: 3.11.2
+    torch_version:
+      description: C(torch.__version__), null when torch cannot be imported.
+      type: str
+      sample: 2.13.0+cpu
+    torch_location:
+      description: Directory of the imported torch package.
+      type: str
+    torch_gcu_version:
+      description: C(torch_gcu.__version__), null when it cannot be imported.
+      type: str
+      sample: 2.13.0+2.5.136
+    torch_gcu_location:
+      description: Directory of the imported torch_gcu package.
+      type: str
+    torch_gcu_warnings:
+      description: Warnings raised by C(import torch_gcu).
+      type: list
+      elements: str
+    api_generation:
+      description: V(2.x) when C(torch.gcu.device_count) exists, V(1.x) when only C(torch_gcu.device_count) does.
+      type: str
+      sample: 2.x
+    is_available:
+      description: The result of the API's C(is_available).
+      type: bool
+    device_count:
+      description: The result of the API's C(device_count).
+      type: int
+      sample: 8
+    distributed_available:
+      description: The result of C(torch.distributed.is_available).
+      type: bool
+    backend:
+      description: The backend checked.
+      type: str
+      sample: eccl
+    backend_registered:
+      description: Whether C(torch.distributed.Backend) accepts O(backend) after C(import torch_gcu).
+      type: bool
+    torch_required:
+      description: The torch version (or specifier) the installed torch_gcu distribution requires.
+      type: str
+      sample: 2.13.0
+    torch_matches:
+      description: Whether the installed torch satisfies it; null when either is unknown.
+      type: bool
+collective:
+  description: What the C(collective) level found; null when not run (or when the framework level already
+    showed that it cannot run; the problems say why).
+  returned: always
+  type: dict
+  contains:
+    backend:
+      description: The backend used.
+      type: str
+    world_size:
+      description: Number of ranks started.
+      type: int
+      sample: 8
+    master_port:
+      description: The rendezvous port on 127.0.0.1.
+      type: int
+    ranks_reported:
+      description: How many ranks finished and reported.
+      type: int
+      sample: 8
+    timed_out:
+      description: Whether the run hit O(timeout).
+      type: bool
+    elapsed_s:
+      description: Wall time of the whole run, seconds.
+      type: float
+    results:
+      description: One entry per size; latency is the mean per call on the slowest rank.
+      type: list
+      elements: dict
+      sample:
+        - size_bytes: 1048576
+          latency_us: 2150.3
+          algbw_gbps: 0.4876
+          busbw_gbps: 0.8533
+          ranks: 8
+          correct: true
+    ranks:
+      description: Per rank, its pid, exit code, whether it reported, the last stage it reached and whether
+        it was killed (V(timeout), or V(aborted) after another rank failed).
+      type: list
+      elements: dict
+collective_skipped:
+  description: Why the C(collective) level was not run although requested (torch missing, torch_gcu missing or
+    broken, backend not registered, no devices).
+  returned: when O(level=collective) and the framework level showed it cannot run
+  type: str
+  sample: collective level not run because of TORCH_GCU_MISSING
+'''
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import (
+    FRAMEWORK_SCRIPT,
+    LIBRARY_NAME,
+    LIBRARY_SCRIPT,
+    RANK_SCRIPT,
+    classify_collective,
+    classify_framework,
+    classify_library,
+    failure_message,
+    find_copies,
+    last_stage,
+    parse_ldconfig_cache,
+    parse_report,
+    problem,
+    read_ld_so_conf,
+    search_dirs,
+    tail,
+)
+
+ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+LEVELS = ("library", "framework", "collective")
+# After one rank fails, the others cannot finish: give them this long, then kill them.
+ABORT_GRACE_S = 5.0
+
+
+def free_port():
+    """A free TCP port on 127.0.0.1 (bound then released)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+    finally:
+        sock.close()
+
+
+def child_env(environment):
+    env = dict(os.environ)
+    env.update({"LC_ALL": "C", "LANG": "C", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"})
+    env.update(dict((k, str(v)) for k, v in environment.items()))
+    return env
+
+
+class Child(object):
+    """A probe child process in its own session, output in temp files.
+
+    Popen instead of module.run_command on purpose: run_command cannot bound a
+    child by a timeout nor kill what it started, and the probes run third-party
+    code (torch, torch_gcu, ECCL) that can hang forever -- by design in the
+    collective level, where a rank that never joins is the failure being
+    looked for. Each child gets a new session (start_new_session), so it leads
+    its own process group and os.killpg() takes down anything it forked too.
+    """
+
+    def __init__(self, argv, env, workdir, name):
+        self.argv = argv
+        self.out_path = os.path.join(workdir, name + ".out")
+        self.err_path = os.path.join(workdir, name + ".err")
+        self.killed = None
+        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
+                                         cwd=workdir, close_fds=True, start_new_session=True)
+        self.pid = self.proc.pid
+
+    def running(self):
+        return self.proc.poll() is None
+
+    def kill(self, reason):
+        """Kill the child's whole process group, then reap it."""
+        if self.proc.poll() is None:
+            self.killed = reason
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        self.proc.wait()
+
+    def output(self):
+        with open(self.out_path, "rb") as f:
+            out = f.read().decode("utf-8", "replace")
+        with open(self.err_path, "rb") as f:
+            err = f.read().decode("utf-8", "replace")
+        return self.proc.returncode, out, err
+
+
+def wait_all(children, timeout):
+    """Wait for all children until `timeout` (whole run); kill the rest. Returns timed_out."""
+    deadline = time.time() + timeout
+    abort_at = None
+    timed_out = False
+    try:
+        while any(c.running() for c in children):
+            now = time.time()
+            if abort_at is None and any(c.proc.returncode not in (None, 0) for c in children):
+                abort_at = now + ABORT_GRACE_S
+            if abort_at is not None and now >= abort_at:
+                for c in children:
+                    c.kill("aborted")
+                break
+            if now >= deadline:
+                timed_out = True
+                for c in children:
+                    c.kill("timeout")
+                break
+            time.sleep(0.1)
+    finally:
+        # Whatever happened (even an exception here), leave no child behind.
+        for c in children:
+            c.kill(c.killed or "timeout")
+    return timed_out
+
+
+def run_probe(argv, env, timeout, workdir, name):
+    """Run one probe child bounded by timeout -> (rc, stdout, stderr, timed_out)."""
+    child = Child(argv, env, workdir, name)
+    timed_out = wait_all([child], timeout)
+    rc, out, err = child.output()
+    return rc, out, err, timed_out
+
+
+def probe_failed(what, argv, rc, out, err, timed_out, timeout):
+    if timed_out:
+        msg = "%s probe timed out after %ss (%s)" % (what, timeout, argv[0])
+    else:
+        msg = "%s probe `%s -c <script>` failed: rc=%s stdout=%s stderr=%s" % (
+            what, argv[0], rc, tail(out, 5), tail(err, 10))
+    return problem("PROBE_FAILED", msg)
+
+
+def resolve_python(module, python):
+    """Path of the training interpreter, or None when it does not exist."""
+    if not python:
+        return module.get_bin_path("python3", required=True)
+    if os.path.sep in python:
+        return python if os.path.isfile(python) and os.access(python, os.X_OK) else None
+    return module.get_bin_path(python, required=False)
+
+
+def probe_library(module, params, env, workdir):
+    cache_paths = []
+    ldconfig = module.get_bin_path("ldconfig", required=False, opt_dirs=["/sbin", "/usr/sbin"])
+    if ldconfig:
+        cmd = [ldconfig, "-p"]
+        rc, out, err = module.run_command(cmd, environ_update={"LC_ALL": "C", "LANG": "C"})
+        if rc != 0:
+            module.fail_json(msg="%s failed" % " ".join(cmd), cmd=cmd, rc=rc, stdout=out, stderr=err)
+        cache_paths = parse_ldconfig_cache(out)
+    dirs = search_dirs(params["library_dirs"], read_ld_so_conf(), env.get("LD_LIBRARY_PATH"))
+    copies = find_copies(dirs, cache_paths)
+    argv = [sys.executable, "-c", LIBRARY_SCRIPT, LIBRARY_NAME] + [c["path"] for c in copies]
+    rc, out, err, timed_out = run_probe(argv, env, params["timeout"], workdir, "library")
+    report = parse_report(out)
+    result, problems = classify_library(copies, report)
+    result["search_dirs"] = [d for d, _ in dirs]
+    if report is None:
+        problems.append(probe_failed("library", argv, rc, out, err, timed_out, params["timeout"]))
+    return result, problems
+
+
+def probe_framework(params, python, env, workdir):
+    argv = [python, "-c", FRAMEWORK_SCRIPT, params["backend"]]
+    rc, out, err, timed_out = run_probe(argv, env, params["timeout"], workdir, "framework")
+    report = parse_report(out)
+    if report is None:
+        return None, [probe_failed("framework", argv, rc, out, err, timed_out, params["timeout"])]
+    return classify_framework(report, params["backend"])
+
+
+def collective_blocker(framework, problems, backend):
+    """Why the collective level cannot run, or None."""
+    if framework is None:
+        return "the framework probe gave no report"
+    if not framework.get("torch_version"):
+        return "torch is missing"
+    if framework.get("distributed_available") is False:
+        return "torch.distributed is not available"
+    if backend == "eccl":
+        codes = set(p["code"] for p in problems)
+        for code in ("TORCH_GCU_MISSING", "TORCH_GCU_IMPORT_FAILED", "BACKEND_NOT_REGISTERED", "NO_DEVICES"):
+            if code in codes:
+                return "of %s" % code
+    return None
+
+
+def probe_collective(params, python, env, workdir, framework):
+    world_size = params["world_size"]
+    if world_size is None:
+        world_size = max(2, (framework or {}).get("device_count") or 0)
+    port = params["master_port"] or free_port()
+    args = json.dumps({"backend": params["backend"], "sizes": params["sizes"], "iterations": params["iterations"],
+                       "timeout": params["timeout"], "import_torch_gcu": params["backend"] == "eccl"})
+    children = []
+    started = time.time()
+    try:
+        for rank in range(world_size):
+            rank_env = dict(env)
+            rank_env.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world_size),
+                             "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1",
+                             "MASTER_PORT": str(port)})
+            children.append(Child([python, "-c", RANK_SCRIPT, args], rank_env, workdir, "rank%d" % rank))
+    except OSError:
+        for c in children:
+            c.kill("aborted")
+        raise
+    timed_out = wait_all(children, params["timeout"])
+    outcomes = []
+    for rank, c in enumerate(children):
+        rc, out, err = c.output()
+        outcomes.append({"rank": rank, "pid": c.pid, "rc": rc, "report": parse_report(out),
+                         "last_stage": last_stage(out), "stderr": err, "killed": c.killed})
+    fields, problems = classify_collective(outcomes, world_size, timed_out, params["timeout"])
+    result = {"backend": params["backend"], "world_size": world_size, "master_port": port,
+              "elapsed_s": round(time.time() - started, 2)}
+    result.update(fields)
+    return result, problems
+
+
+def validate(module, params):
+    bad = sorted(k for k in params["environment"] if not ENV_NAME_RE.match(str(k)))
+    if bad:
+        module.fail_json(msg="environment: invalid variable name(s) %s (must match %s)" % (
+            ", ".join(bad), ENV_NAME_RE.pattern))
+    if params["timeout"] <= 0:
+        module.fail_json(msg="timeout must be a positive number of seconds, got %s" % params["timeout"])
+    if params["iterations"] <= 0:
+        module.fail_json(msg="iterations must be at least 1, got %s" % params["iterations"])
+    if not params["sizes"] or any(s < 4 for s in params["sizes"]):
+        module.fail_json(msg="sizes must be a non-empty list of byte counts of at least 4, got %s" % params["sizes"])
+    if params["world_size"] is not None and params["world_size"] < 1:
+        module.fail_json(msg="world_size must be at least 1, got %s" % params["world_size"])
+    if params["master_port"] is not None and not 0 < params["master_port"] < 65536:
+        module.fail_json(msg="master_port must be in 1..65535, got %s" % params["master_port"])
+
+
+def run_module():
+    module = AnsibleModule(
+        argument_spec=dict(
+            level=dict(type="str", default="framework", choices=list(LEVELS)),
+            python=dict(type="str"),
+            library_dirs=dict(type="list", elements="path", default=[]),
+            world_size=dict(type="int"),
+            backend=dict(type="str", default="eccl", choices=["eccl", "gloo", "nccl"]),
+            timeout=dict(type="int", default=120),
+            environment=dict(type="dict", default={}),
+            sizes=dict(type="list", elements="int", default=[4096, 1048576]),
+            iterations=dict(type="int", default=5),
+            master_port=dict(type="int"),
+            fail_on_problem=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    validate(module, params)
+    level = LEVELS.index(params["level"])
+    env = child_env(params["environment"])
+    result = dict(changed=False, healthy=False, problems=[], library=None, framework=None, collective=None)
+    problems = []
+    workdir = tempfile.mkdtemp(prefix="eccl_probe-")
+    try:
+        result["library"], found = probe_library(module, params, env, workdir)
+        problems.extend(found)
+        if level >= 1:
+            python = resolve_python(module, params["python"])
+            if python is None:
+                problems.append(problem("PYTHON_MISSING", "training interpreter %s not found or not executable"
+                                        % params["python"]))
+            else:
+                result["framework"], found = probe_framework(params, python, env, workdir)
+                problems.extend(found)
+                if level >= 2:
+                    blocker = collective_blocker(result["framework"], problems, params["backend"])
+                    if blocker is None:
+                        result["collective"], found = probe_collective(params, python, env, workdir,
+                                                                       result["framework"])
+                        problems.extend(found)
+                    else:
+                        result["collective_skipped"] = "collective level not run because %s" % blocker
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    result["problems"] = problems
+    result["healthy"] = not problems
+    if problems:
+        result["msg"] = failure_message(problems)
+        if params["fail_on_problem"]:
+            module.fail_json(**result)
+    else:
+        result["msg"] = "eccl_probe: healthy up to level %s" % params["level"]
+    module.exit_json(**result)
+
+
+def main():
+    run_module()
+
+
+if __name__ == "__main__":
+    main()
