@@ -438,27 +438,21 @@ def pci_view(entries):
         if (vendor or "").strip().lower().replace("0x", "") == ENFLAME_VENDOR_ID:
             found.append((name, (device or "").strip().lower().replace("0x", "")))
     found.sort()
-    return {"count": len(found), "device_ids": [d for _, d in found], "bus_ids": [n for n, _ in found]}
+    return {"count": len(found), "device_ids": [dev for name, dev in found],
+            "bus_ids": [name for name, dev in found]}
 
 
 # ----------------------------------------------------------------- checks --
 
 def format_indexes(indexes):
     """[1, 2, 3, 5, 7, 8] -> '1-3, 5, 7-8'."""
-    idx = sorted(set(indexes))
-    parts = []
-    start = prev = None
-    for i in idx:
-        if start is None:
-            start = prev = i
-        elif i == prev + 1:
-            prev = i
+    runs = []
+    for i in sorted(set(indexes)):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
         else:
-            parts.append(str(start) if start == prev else "%d-%d" % (start, prev))
-            start = prev = i
-    if start is not None:
-        parts.append(str(start) if start == prev else "%d-%d" % (start, prev))
-    return ", ".join(parts)
+            runs.append([i, i])
+    return ", ".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in runs)
 
 
 def _card_name(card):

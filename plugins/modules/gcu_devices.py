@@ -21,7 +21,7 @@ description:
   - Output that it does not understand fails with the first lines quoted; a device count is never guessed.
   - Read-only; never reports C(changed).
 author:
-  - gcu.topsrider contributors
+  - gcu.topsrider contributors (@gcu-topsrider)
 options:
   source:
     description:
@@ -117,22 +117,54 @@ ansible_facts:
       type: list
       elements: dict
       contains:
-        index: {description: Device index as efsmi numbers it., type: int}
-        model: {description: Product name (T20, S60, ...)., type: str}
-        bus_id: {description: PCI address in sysfs form (0000:3d:00.0)., type: str}
-        serial: {description: Serial number (C(Dev SN) in -q, C(UUID)/C(SN) column of the table)., type: str}
-        uuid: {description: C(Dev UUID) from -q, null from the table., type: str}
-        firmware: {description: Firmware version (from the table; -q does not print it)., type: str}
-        device_id: {description: PCI device id (C(0021) for T20 32 GB), from -q., type: str}
-        memory_total_mib: {description: Device memory in MiB., type: int}
-        memory_used_mib: {description: Memory in use in MiB (null from the summary table)., type: int}
-        temperature_c: {description: Temperature in degrees Celsius., type: float}
-        power_w: {description: Current power draw in watts., type: float}
-        power_cap_w: {description: Power cap in watts., type: float}
-        utilization_pct: {description: Device utilization in percent., type: float}
-        dpm: {description: Power state (Sleep, Active, ...)., type: str}
-        ecc: {description: ECC mode (Enable/Disable)., type: str}
-        health: {description: Health as efsmi -q reports it; null when not reported (summary table)., type: bool}
+        index:
+          description: "Device index as efsmi numbers it."
+          type: int
+        model:
+          description: "Product name (T20, S60, ...)."
+          type: str
+        bus_id:
+          description: "PCI address in sysfs form (0000:3d:00.0)."
+          type: str
+        serial:
+          description: "Serial number (C(Dev SN) in C(-q); the C(UUID) or C(SN) column of the table)."
+          type: str
+        uuid:
+          description: "C(Dev UUID) from C(-q); null from the table."
+          type: str
+        firmware:
+          description: "Firmware version (from the table; C(-q) does not print it)."
+          type: str
+        device_id:
+          description: "PCI device id (C(0021) for T20 32 GB), from C(-q); null from the table."
+          type: str
+        memory_total_mib:
+          description: "Device memory in MiB."
+          type: int
+        memory_used_mib:
+          description: "Memory in use in MiB (null from the summary table)."
+          type: int
+        temperature_c:
+          description: "Temperature in degrees Celsius."
+          type: float
+        power_w:
+          description: "Current power draw in watts."
+          type: float
+        power_cap_w:
+          description: "Power cap in watts."
+          type: float
+        utilization_pct:
+          description: "Device utilization in percent."
+          type: float
+        dpm:
+          description: "Power state (Sleep, Active, ...)."
+          type: str
+        ecc:
+          description: "ECC mode (Enable or Disable)."
+          type: str
+        health:
+          description: "Health as C(efsmi -q) reports it; null when not reported (summary table)."
+          type: bool
       sample:
         - {index: 0, model: T20, bus_id: "0000:3d:00.0", serial: W28001150301, uuid: null, firmware: 10.19.3,
            device_id: null, memory_total_mib: 32768, memory_used_mib: null, temperature_c: 52, power_w: 212.0,
@@ -157,9 +189,17 @@ ansible_facts:
       returned: always
       type: dict
       contains:
-        count: {description: Number of Enflame PCI functions; null when /sys/bus/pci/devices cannot be read., type: int}
-        device_ids: {description: Their PCI device ids., type: list, elements: str}
-        bus_ids: {description: Their PCI addresses., type: list, elements: str}
+        count:
+          description: Number of Enflame PCI functions; null when /sys/bus/pci/devices cannot be read.
+          type: int
+        device_ids:
+          description: Their PCI device ids.
+          type: list
+          elements: str
+        bus_ids:
+          description: Their PCI addresses.
+          type: list
+          elements: str
       sample: {count: 8, device_ids: ["0021", "0021", "0021", "0021", "0021", "0021", "0021", "0021"],
                bus_ids: ["0000:3d:00.0", "0000:3e:00.0", "0000:40:00.0", "0000:41:00.0",
                          "0000:b1:00.0", "0000:b2:00.0", "0000:b4:00.0", "0000:b5:00.0"]}
@@ -297,8 +337,8 @@ def collect(module, efsmi, source):
             s["cmd"], e, q["cmd"], q_error or "rc=%d, %s" % (q["rc"], (q["stderr"] or "").strip())),
             cmd=s["cmd"], rc=s["rc"], stdout=s["stdout"], stderr=s["stderr"], problems=[])
     warnings.append("`%s` was not usable (%s); read the summary table instead, which has no health "
-                    "or memory-used columns" % (q["cmd"], q_error.split(". First lines")[0] if q_error
-                                                 else "rc=%d" % q["rc"]))
+                    "or memory-used columns" % (q["cmd"], q_error.split(". First lines", 1)[0] if q_error
+                                                else "rc=%d" % q["rc"]))
     return parsed, "summary", warnings
 
 

@@ -175,7 +175,7 @@ def test_bus_ids(value, expected):
 def _t20_table(n):
     """A T20 table of n cards built from the fixture's own rows."""
     text = fixture("t20-summary-8card-idle.txt")
-    head, _, _ = text.partition("* 0      T20")
+    head = text.partition("* 0      T20")[0]
     lines = []
     for i in range(n):
         lines.append("*-------------------------------------------------------------------------*")
@@ -367,8 +367,8 @@ def test_simulator_pipe_table_and_query_shapes(tmp_path):
     steps = [["reset", "--cards", "2", "--model", "S60"],
              ["set", "table_style=pipe", "query_memory_keys=new", "efsmi_version=1.2.0.301",
               "driver_version=1.2.0.301"]]
-    rc, out, _ = _run_sim(tmp_path, steps, [])
-    assert rc == 0
+    rc, out, err = _run_sim(tmp_path, steps, [])
+    assert rc == 0, err
     expected = fixture("s60-summary-2card.txt").split("\n")
     got = out.split("\n")
     # same frame, header and column layout as the real newer table
@@ -377,7 +377,8 @@ def test_simulator_pipe_table_and_query_shapes(tmp_path):
         assert got[n] == expected[n]
     assert [len(line) for line in got] == [len(line) for line in expected]
     assert len(E.parse_summary(out)["cards"]) == 2
-    rc, out, _ = _run_sim(tmp_path, [], ["-q"])
+    rc, out, err = _run_sim(tmp_path, [], ["-q"])
+    assert rc == 0, err
     exp_keys = [line.split(":")[0] for line in fixture("s60-query-2card.txt").split("\n")]
     assert [line.split(":")[0] for line in out.split("\n")] == exp_keys
     cards = E.parse_query(out)["cards"]
@@ -386,7 +387,8 @@ def test_simulator_pipe_table_and_query_shapes(tmp_path):
 
 def test_simulator_state_changes_reach_the_parser(tmp_path):
     steps = [["card", "2", "health=false"], ["remove", "7"], ["busy", "0", "--util", "91"]]
-    rc, out, _ = _run_sim(tmp_path, steps, ["-q"])
+    rc, out, err = _run_sim(tmp_path, steps, ["-q"])
+    assert rc == 0, err
     cards = E.parse_query(out)["cards"]
     assert len(cards) == 7
     assert [c["health"] for c in cards] == [True, True, False, True, True, True, True]
@@ -394,7 +396,7 @@ def test_simulator_state_changes_reach_the_parser(tmp_path):
     assert sorted(os.listdir(str(tmp_path / "pci"))) == T20_BUS
     pci = E.pci_view((n, open(str(tmp_path / "pci" / n / "vendor")).read(),
                       open(str(tmp_path / "pci" / n / "device")).read()) for n in T20_BUS)
-    problems, _ = E.check_expectations(cards, pci, expected_count=8)
+    problems = E.check_expectations(cards, pci, expected_count=8)[0]
     assert "not seen by the driver: 0000:b5:00.0" in problems[0]
 
 

@@ -59,7 +59,12 @@ def env(monkeypatch, tmp_path):
 
     def run(args, table, bin_path=EFSMI):
         runner = Runner(table)
-        monkeypatch.setattr(basic.AnsibleModule, "run_command", lambda self, a, **kw: runner(self, a, **kw))
+
+        # a plain function, so that it binds as a method of the module
+        def run_command(self, args, **kwargs):
+            return runner(self, args, **kwargs)
+
+        monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
         monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, name, required=False, opt_dirs=None: bin_path)
         with set_module_args(args):
             with pytest.raises((AnsibleExitJson, AnsibleFailJson)) as exc:
@@ -93,8 +98,8 @@ CASES = [
     ("summary-only", {"source": "summary"}, {(): ok(fixture("t20-summary-16card-three-busy.txt"))}, [()], False,
      {"source": "summary", "count": 16}),
     ("crlf", {"source": "summary"}, {(): ok(fixture(IDLE).replace("\n", "\r\n"))}, [()], False, {"count": 8}),
-    ("expected-count-ok", {"expected_count": 8, "min_utilization": 50}, {("-q",): (1, "", "bad"),
-                                                                           (): ok(fixture("t20-summary-8card-all-busy.txt"))},
+    ("expected-count-ok", {"expected_count": 8, "min_utilization": 50},
+     {("-q",): (1, "", "bad"), (): ok(fixture("t20-summary-8card-all-busy.txt"))},
      [("-q",), ()], False, {"count": 8}),
 ]
 
