@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: gcu.topsrider contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Pure parsing of Enflame efsmi output, and the checks gcu_devices applies.
 
 Private to the collection. No I/O here: callers pass text in and get plain
