@@ -13,7 +13,7 @@ def test_module_code_needs_at_most_python_3_6():
              for f in sorted(os.listdir(d)) if f.endswith(".py")]
     assert files, "no module code found"
     proc = subprocess.run(
-        [sys.executable, "-m", "vermin", "--target=3.6-", "--violations", "--no-tips",
+        [os.path.join(os.path.dirname(sys.executable), "vermin"), "--target=3.6-", "--violations", "--no-tips",
          "--eval-annotations", "--backport", "typing"] + files,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
     assert proc.returncode == 0, "code that Python 3.6 cannot run:\n" + proc.stdout
