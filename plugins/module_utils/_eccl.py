@@ -405,12 +405,24 @@ if torch is not None:
         r["distributed_available"] = False
         r["backend_error"] = err(exc)
     if r["distributed_available"]:
-        try:
-            dist.Backend(backend)
-            r["backend_registered"] = True
-        except Exception as exc:
-            r["backend_registered"] = False
-            r["backend_error"] = str(exc)
+        if hasattr(dist, "is_backend_available"):
+            # torch 2.x: Backend(name) accepts any name; the registry is Backend.backend_list.
+            try:
+                r["backend_registered"] = bool(dist.is_backend_available(backend))
+            except Exception as exc:
+                r["backend_registered"] = False
+                r["backend_error"] = err(exc)
+            if not r["backend_registered"] and not r["backend_error"]:
+                r["backend_error"] = "backend '%s' is not available in torch.distributed (known: %s)" % (
+                    backend, ", ".join(str(b) for b in getattr(dist.Backend, "backend_list", []) if b))
+        else:
+            # torch 1.x: Backend(name) raises ValueError("Invalid backend: 'name'").
+            try:
+                dist.Backend(backend)
+                r["backend_registered"] = True
+            except Exception as exc:
+                r["backend_registered"] = False
+                r["backend_error"] = str(exc)
     else:
         r["backend_registered"] = False
 
@@ -580,24 +592,15 @@ def torch_matches(installed, spec):
                 return False
             continue
         want = _release(want)
-        if op in ("==", "==="):
-            if _vtuple(have) != _vtuple(want):
-                return False
-        elif op == "!=":
-            if _vtuple(have) == _vtuple(want):
-                return False
-        elif op == ">=" and not _vtuple(have) >= _vtuple(want):
-            return False
-        elif op == "<=" and not _vtuple(have) <= _vtuple(want):
-            return False
-        elif op == ">" and not _vtuple(have) > _vtuple(want):
-            return False
-        elif op == "<" and not _vtuple(have) < _vtuple(want):
-            return False
-        elif op == "~=":
+        have_t, want_t = _vtuple(have), _vtuple(want)
+        if op == "~=":
             parts = _vtuple(want, strip=False)
-            if not (_vtuple(have) >= _vtuple(want) and _vtuple(have, strip=False)[:len(parts) - 1] == parts[:-1]):
-                return False
+            ok = have_t >= want_t and _vtuple(have, strip=False)[:len(parts) - 1] == parts[:-1]
+        else:
+            ok = {"==": have_t == want_t, "===": have_t == want_t, "!=": have_t != want_t,
+                  ">=": have_t >= want_t, "<=": have_t <= want_t, ">": have_t > want_t, "<": have_t < want_t}[op]
+        if not ok:
+            return False
     return True
 
 
@@ -652,10 +655,11 @@ def classify_framework(report, backend):
         gcu_ok = True
     if gcu_ok:
         if matches is False:
-            problems.append(problem("TORCH_VERSION_MISMATCH", "torch_gcu %s requires torch %s but %s has torch %s" % (
-                report.get("torch_gcu_version"), spec, python, report.get("torch_version")),
-                "Install torch==%s into %s, or the torch_gcu wheel built for torch %s." % (
-                    required, python, _release(report.get("torch_version")))))
+            message = "torch_gcu %s requires torch %s but %s has torch %s" % (
+                report.get("torch_gcu_version"), spec, python, report.get("torch_version"))
+            hint = "Install torch==%s into %s, or the torch_gcu wheel built for torch %s." % (
+                required, python, _release(report.get("torch_version")))
+            problems.append(problem("TORCH_VERSION_MISMATCH", message, hint))
         if report.get("api_generation") is None:
             problems.append(problem("TORCH_GCU_API_UNKNOWN"))
         elif not report.get("device_count"):
@@ -665,12 +669,12 @@ def classify_framework(report, backend):
                 (": " + report["device_error"]) if report.get("device_error") else "")))
     if report.get("backend_registered") is False:
         if report.get("distributed_available") is False:
-            msg = "torch.distributed is not available in %s (%s)" % (python, report.get("backend_error") or
-                                                                      "torch built without distributed")
+            why = report.get("backend_error") or "torch built without distributed"
+            msg = "torch.distributed is not available in %s (%s)" % (python, why)
         else:
-            msg = "%s: backend %r is not registered in %s%s" % (
-                report.get("backend_error") or "Invalid backend: '%s'" % backend, backend, python,
-                " after import torch_gcu" if gcu_ok else "")
+            msg = "%s in %s%s, so init_process_group(backend='%s') fails (Invalid backend / Unknown c10d backend)" % (
+                report.get("backend_error") or "backend '%s' is not registered" % backend, python,
+                " after import torch_gcu" if gcu_ok else "", backend)
         problems.append(problem("BACKEND_NOT_REGISTERED", msg))
     return result, problems
 
@@ -700,15 +704,15 @@ def classify_collective(outcomes, world_size, timed_out, timeout):
     results = []
     for size in order:
         entries = by_size[size]
-        slowest = max(res["seconds"] for _, res in entries)
+        slowest = max(res["seconds"] for _rank, res in entries)
         algbw = (size / slowest / 1e9) if slowest > 0 else None
         busbw = algbw * 2.0 * (world_size - 1) / world_size if algbw is not None else None
         wrong = [(rank, res) for rank, res in entries if not res.get("correct")]
         results.append({
             "size_bytes": size,
             "latency_us": round(slowest * 1e6, 1),
-            "algbw_gbps": round(algbw, 4) if algbw is not None else None,
-            "busbw_gbps": round(busbw, 4) if busbw is not None else None,
+            "algbw_gbps": round(algbw, 6) if algbw is not None else None,
+            "busbw_gbps": round(busbw, 6) if busbw is not None else None,
             "ranks": len(entries),
             "correct": not wrong and len(entries) == world_size,
         })
@@ -726,7 +730,7 @@ def classify_collective(outcomes, world_size, timed_out, timeout):
     failed = [o for o in outcomes if not o.get("report") and not o.get("killed")]
     for o in failed:
         err = tail(o.get("stderr"), 8)
-        if "Invalid backend" in err:
+        if "Invalid backend" in err or "Unknown c10d backend" in err:
             problems.append(problem("BACKEND_NOT_REGISTERED", "rank %d: %s" % (o["rank"], err.splitlines()[-1])))
         elif "address already in use" in err.lower() or "EADDRINUSE" in err:
             problems.append(problem("MASTER_PORT_IN_USE", "rank %d could not use the rendezvous port: %s" % (

@@ -28,7 +28,7 @@ description:
   - Every failure becomes a problem C({code, message, hint}); see RV(problems) for the codes.
   - Read-only. It never reports C(changed). Check mode runs the same probes, since they change nothing.
 author:
-  - gcu.topsrider contributors
+  - gcu.topsrider contributors (@gcu-topsrider)
 options:
   level:
     description:
@@ -505,7 +505,7 @@ def probe_library(module, params, env, workdir):
     rc, out, err, timed_out = run_probe(argv, env, params["timeout"], workdir, "library")
     report = parse_report(out)
     result, problems = classify_library(copies, report)
-    result["search_dirs"] = [d for d, _ in dirs]
+    result["search_dirs"] = [d for d, _sources in dirs]
     if report is None:
         problems.append(probe_failed("library", argv, rc, out, err, timed_out, params["timeout"]))
     return result, problems

@@ -66,6 +66,12 @@ def is_available():
     return True
 
 
+if not os.environ.get("FAKE_TORCH_VERSION", "2").startswith("1."):
+    # torch 2.x: Backend(name) accepts anything; availability is a registry lookup.
+    def is_backend_available(backend):
+        return backend.lower() in _registry
+
+
 class Backend(str):
     def __new__(cls, name):
         if name.lower() not in _registry:

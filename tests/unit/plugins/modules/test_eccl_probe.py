@@ -147,6 +147,14 @@ def test_framework_defaults_to_node_python3(node, libdir, tmp_path):
     failed, r = run({"environment": {"PYTHONPATH": site, "LD_LIBRARY_PATH": libdir}, "fail_on_problem": False})
     assert not failed and not r["healthy"]
     assert codes(r) == ["TORCH_GCU_MISSING", "BACKEND_NOT_REGISTERED"]
+    assert "backend 'eccl' is not available in torch.distributed" in r["problems"][1]["message"]
+
+
+def test_framework_torch_1x_says_invalid_backend(node, libdir, tmp_path):
+    site = eccl_fakes.make_site(tmp_path, gcu=None)
+    failed, r = run({"environment": {"PYTHONPATH": site, "LD_LIBRARY_PATH": libdir, "FAKE_TORCH_VERSION": "1.10.0"},
+                     "python": sys.executable})
+    assert failed and codes(r) == ["TORCH_GCU_MISSING", "BACKEND_NOT_REGISTERED"]
     assert "Invalid backend: 'eccl'" in r["problems"][1]["message"]
 
 
