@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: gcu.topsrider contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -28,7 +28,7 @@ description:
   - Holds are dpkg selections (C(dpkg --set-selections)), so unattended upgrades and apt cannot move the stack.
   - Never uses C(--force-*) dpkg options.
 author:
-  - gcu.topsrider contributors
+  - gcu.topsrider contributors (@gcu-topsrider)
 options:
   path:
     description:

@@ -58,6 +58,7 @@ build_deb() {
   done
   find "$root" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
   dpkg-deb --root-owner-group -Zxz --build "$root" "$outdir" >/dev/null
+  echo "sim/bundles: built $(basename "$outdir")/$(sed -n "s/^Package: //p" "$root/DEBIAN/control")" >&2
 }
 
 # build_version V OUTDIR
