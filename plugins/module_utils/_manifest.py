@@ -153,8 +153,8 @@ def describe_problems(problems):
         if p["problem"] in ("missing", "not a regular file"):
             out.append("%s: %s" % (p["file"], p["problem"]))
         else:
-            out.append("%s: %s (manifest %s, file %s)" % (p["file"], p["problem"],
-                                                        p["expected"], p["actual"]))
+            out.append("%s: %s (manifest %s, file %s)"
+                       % (p["file"], p["problem"], p["expected"], p["actual"]))
     return out
 
 

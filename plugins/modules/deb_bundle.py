@@ -196,7 +196,9 @@ plan:
     - {package: tops-sdk, action: hold, before: 2.5.140-1, after: 2.5.140-1}
 snapshot:
   description: Id of the snapshot the previous state was journalled under (present/absent), or the snapshot restored
-    (rolled_back). Null when nothing was applied (empty plan or check mode).
+    (rolled_back). Null when nothing was applied (empty plan or check mode). When the dpkg transaction failed,
+    the snapshot that records the failure (status C(failed-restored) or C(failed); never chosen as the default
+    rollback target).
   returned: always
   type: str
   sample: 20250101T120000Z

@@ -22,7 +22,7 @@ def test_save_and_load_snapshot_modes(tmp_path):
     assert stat.S_IMODE(os.stat(j.snapshot_path(jd, "s1")).st_mode) == 0o600
     assert j.load_snapshot(jd, "s1") == snap
     assert j.load_snapshot(jd, "nope") is None
-    assert [n for n in os.listdir(j.snapshots_dir(jd))] == ["s1.json"]  # no temp files left
+    assert os.listdir(j.snapshots_dir(jd)) == ["s1.json"]  # no temp files left
 
 
 def test_merge_keeps_first_previous_state():
