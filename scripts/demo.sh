@@ -1,17 +1,59 @@
 #!/usr/bin/env bash
 # make demo: a simulated T20 fleet (sim/, clearly not real hardware) and the
-# collection's playbooks against it over SSH.
+# collection's real playbooks against it over SSH: deploy, verify, upgrade,
+# rollback, with the fleet report after each.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 n=${1:-4}
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-
-say "Simulated T20 fleet: $n nodes (Docker, host networking, SSH on 127.0.0.1)"
-sim/fleet up "$n"
+bundles=$top/.cache/bundles
+reports=$top/reports/demo
 inv=.sim/inventory.yml
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+play() {
+  # The report each playbook prints is the part worth reading; the rest goes to a log.
+  local name=$1; shift
+  local log=$reports/$name.log
+  if ansible-playbook -i "$inv" "$@" -e topsrider_reports_dir="$reports" >"$log" 2>&1; then
+    rc=0
+  else
+    rc=$?
+  fi
+  sed -n '/Report | Print it/,/PLAY RECAP/p' "$log" | sed -e '1d' -e '$d' -e 's/^ *- //' -e "s/^ *'//" -e "s/'$//" | grep -v '^ok: \[localhost\]' || true
+  sed -n '/PLAY RECAP/,$p' "$log"
+  echo "(full output: $log, exit $rc)"
+  return $rc
+}
 
-say "What the fleet is (playbooks/fleet_info.yml over SSH)"
-ansible-playbook -i "$inv" playbooks/fleet_info.yml
+mkdir -p "$reports"
+say "Simulated T20 fleet: $n nodes (Docker, host networking, SSH on 127.0.0.1)"
+sim/fleet down >/dev/null
+sim/fleet up "$n"
 
-say "Done. The fleet stays up: 'sim/fleet down' (or make fleet-down) removes it."
+say "What the fleet is (playbooks/fleet_info.yml)"
+ansible-playbook -i "$inv" playbooks/fleet_info.yml | sed -n '/Print the fleet table/,/PLAY RECAP/p' | sed '$d'
+
+common=(-e topsrider_python=/opt/venvs/train/bin/python -e topsrider_expected_count=8)
+
+say "Deploy TopsRider 2.5.136 (playbooks/deploy.yml)"
+play deploy-2.5.136 playbooks/deploy.yml "${common[@]}" -e topsrider_bundle_dir="$bundles/2.5.136"
+
+say "Deploy again: nothing to do (changed=0 on every node)"
+play deploy-2.5.136-again playbooks/deploy.yml "${common[@]}" -e topsrider_bundle_dir="$bundles/2.5.136"
+
+say "Verify, with a real all-reduce on every node (playbooks/verify.yml, collective level)"
+play verify playbooks/verify.yml -e topsrider_probe_level=collective -e topsrider_expected_count=8
+
+say "Upgrade to 2.5.140; t20-node-$n gets a bundle whose tops-eccl postinst fails"
+play upgrade-2.5.140 playbooks/deploy.yml "${common[@]}" \
+  -e "topsrider_bundle_dir={{ '$bundles/2.5.140-broken-postinst' if inventory_hostname == 't20-node-$n' else '$bundles/2.5.140' }}" \
+  || echo "(expected: t20-node-$n failed, was restored to 2.5.136, and the others upgraded)"
+
+say "Roll the upgraded nodes back to 2.5.136 (playbooks/rollback.yml)"
+play rollback playbooks/rollback.yml --limit "t20:!t20-node-$n"
+
+say "Fleet after the story"
+ansible-playbook -i "$inv" playbooks/fleet_info.yml | sed -n '/Print the fleet table/,/PLAY RECAP/p' | sed '$d'
+ansible -i "$inv" t20 -o -m ansible.builtin.command -a "dpkg-query -W -f '\${Package}=\${Version} ' tops-sdk topsfactor tops-eccl"
+
+say "Done. Reports in $reports. The fleet stays up: 'make fleet-down' removes it."

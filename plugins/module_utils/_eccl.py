@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: gcu.topsrider contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private helpers of gcu.topsrider.eccl_probe.
 
 Pure functions where possible: the problem codes and their hints, where

@@ -66,7 +66,7 @@ def build(out_dir, stack_version, python, torch_version):
         "Name: %s\n"
         "Version: %s\n"
         "Summary: %s\n"
-        "License: Apache-2.0\n"
+        "License: GPL-3.0-or-later\n"
         "Requires-Python: ==%s.*\n"
         "Requires-Dist: torch==%s\n"
         "\n"

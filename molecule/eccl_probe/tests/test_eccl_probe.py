@@ -1,5 +1,5 @@
 # Copyright: gcu.topsrider contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What eccl_probe leaves on the node after every scenario step, the hang included."""
 
 testinfra_hosts = ["all"]

@@ -1,0 +1,66 @@
+"""The fleet story, checked per node from the captures taken during the run
+(side_effect) and from the node's real state now."""
+import json
+import os
+
+EPH = os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]
+BROKEN = "topsrider-fleet-node4"
+
+
+def capture(name, node):
+    with open(os.path.join(EPH, "capture-%s-%s.txt" % (name, node))) as f:
+        return f.read()
+
+
+def packages(text):
+    return dict(line.split()[:2] for line in text.splitlines() if line.startswith("tops"))
+
+
+def report(kind):
+    with open(os.path.join(EPH, "%s-report.json" % kind)) as f:
+        return {h["host"]: h for h in json.load(f)["hosts"]}
+
+
+def node(host):
+    return host.backend.get_hostname()
+
+
+def test_before_the_upgrade_every_node_has_2_5_136(host):
+    assert packages(capture("before-upgrade", node(host))) == {
+        "tops-sdk": "2.5.136-1", "topsfactor": "2.5.136-1", "tops-eccl": "2.5.136-1"}
+
+
+def test_upgrade_result_per_node(host):
+    n = node(host)
+    row = report("upgrade")[n]
+    after = packages(capture("after-upgrade", n))
+    if n == BROKEN:
+        assert row["result"] == "failed"
+        assert "restored" in row["detail"]
+        assert "tops-eccl" in row["detail"] or "postinst" in row["detail"].lower()
+        # Restored exactly: packages, env file hash, loader file hash, pip freeze.
+        assert capture("after-upgrade", n) == capture("before-upgrade", n)
+    else:
+        assert row["result"] == "ok" and row["changed"] is True
+        assert row["version"] == "2.5.140"
+        assert after == {"tops-sdk": "2.5.140-1", "topsfactor": "2.5.140-1", "tops-eccl": "2.5.140-1"}
+        assert "torch_gcu==2.13.0+2.5.140" in capture("after-upgrade", n) or \
+            "torch-gcu==2.13.0+2.5.140" in capture("after-upgrade", n)
+
+
+def test_rollback_returns_upgraded_nodes_exactly(host):
+    n = node(host)
+    if n == BROKEN:
+        # node4 was left out of the rollback (it never upgraded) and is unchanged.
+        assert n not in report("rollback")
+        assert capture("after-rollback", n) == capture("before-upgrade", n)
+    else:
+        assert report("rollback")[n]["result"] == "ok"
+        assert capture("after-rollback", n) == capture("before-upgrade", n)
+
+
+def test_node_is_at_2_5_136_now(host):
+    for pkg in ("tops-sdk", "topsfactor", "tops-eccl"):
+        assert host.package(pkg).version == "2.5.136-1"
+    fact = json.loads(host.file("/etc/ansible/facts.d/topsrider.fact").content_string)
+    assert fact["version"] == "2.5.136"
