@@ -1,5 +1,4 @@
 """plugins/module_utils/_eccl.py: library search, report parsing, classification of every problem code."""
-import json
 import os
 import subprocess
 
@@ -202,7 +201,7 @@ def test_duplicate_message_names_versions_and_pick():
     report = {"by_soname": dict(OK_LOAD, path="/usr/lib/libeccl.so"),
               "copies": [dict(OK_LOAD, path="/usr/local/tops/lib/libeccl.so"),
                          dict(OK_LOAD, path="/usr/lib/libeccl.so", version_number=2005140)]}
-    _, problems = _eccl.classify_library(copies, report)
+    _result, problems = _eccl.classify_library(copies, report)
     msg = problems[0]["message"]
     assert "2.5.136" in msg and "2.5.140" in msg and "loader picks /usr/lib/libeccl.so" in msg
 
@@ -260,7 +259,7 @@ def test_classify_framework_fields():
     result, problems = _eccl.classify_framework(BASE, "eccl")
     assert result["torch_required"] == "2.13.0" and result["torch_matches"] is True
     assert result["api_generation"] == "2.x" and result["device_count"] == 8
-    _, problems = _eccl.classify_framework(_fw(torch_gcu_requires=["torch==2.3.0"]), "eccl")
+    _result, problems = _eccl.classify_framework(_fw(torch_gcu_requires=["torch==2.3.0"]), "eccl")
     assert "torch==2.3.0" in problems[0]["hint"]
 
 
@@ -314,12 +313,12 @@ def test_collective_numbers():
 def test_timeout_message_names_stage_and_aborted_ranks():
     outcomes = [_rank(0, killed="timeout", rc=-9, report=False, stage="all_reduce 4096"),
                 _rank(1, killed="timeout", rc=-9, report=False, stage="init_process_group")]
-    _, problems = _eccl.classify_collective(outcomes, 2, True, 7)
+    _result, problems = _eccl.classify_collective(outcomes, 2, True, 7)
     assert "2 of 2 ranks did not report within 7s" in problems[0]["message"]
     assert "rank 0 in all_reduce 4096" in problems[0]["message"]
     assert "rank 1 in init_process_group" in problems[0]["message"]
     outcomes = [_rank(0, rc=1, report=False, stderr="boom"), _rank(1, killed="aborted", rc=-9, report=False)]
-    _, problems = _eccl.classify_collective(outcomes, 2, False, 7)
+    _result, problems = _eccl.classify_collective(outcomes, 2, False, 7)
     assert "ranks 1 were killed after that" in problems[0]["message"]
 
 
