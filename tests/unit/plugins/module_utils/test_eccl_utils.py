@@ -254,7 +254,7 @@ def test_classify_framework(report, backend, expected_codes):
 
 
 def test_classify_framework_fields():
-    result, _ = _eccl.classify_framework(_fw(torch_gcu_requires=["torch==2.3.0"]), "eccl")
+    result, _problems = _eccl.classify_framework(_fw(torch_gcu_requires=["torch==2.3.0"]), "eccl")
     assert result["torch_required"] == "2.3.0" and result["torch_matches"] is False
     result, problems = _eccl.classify_framework(BASE, "eccl")
     assert result["torch_required"] == "2.13.0" and result["torch_matches"] is True
