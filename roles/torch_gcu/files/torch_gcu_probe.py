@@ -9,10 +9,10 @@ import sys
 
 def _version(names):
     try:
-        from importlib.metadata import version, PackageNotFoundError
+        from importlib.metadata import version, PackageNotFoundError  # novm (3.8+, guarded)
     except ImportError:
         try:
-            from importlib_metadata import version, PackageNotFoundError
+            from importlib.metadata import version, PackageNotFoundError  # novm (3.8+, guarded)
         except ImportError:
             version = None
     if version is None:
