@@ -12,7 +12,7 @@ def _version(names):
         from importlib.metadata import version, PackageNotFoundError  # novm (3.8+, guarded)
     except ImportError:
         try:
-            from importlib.metadata import version, PackageNotFoundError  # novm (3.8+, guarded)
+            from importlib_metadata import version, PackageNotFoundError
         except ImportError:
             version = None
     if version is None:
