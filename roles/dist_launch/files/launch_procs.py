@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Launch check for a running distributed job, on one node (gcu.topsrider).
+
+Counts the training processes that really run on this node, from /proc, and
+compares them with the node's cards and with what each card reports as its
+utilization (read by the caller, e.g. with gcu.topsrider.gcu_devices, and
+passed with --util). Prints one JSON object: the verdict (ok, case, message)
+and the processes found. Read-only. Exit status 0 whatever the verdict; 2 on
+bad arguments.
+
+A training process is one whose environment holds LOCAL_RANK (torchrun and
+the dist_launch scripts set it for every rank), or whose command line matches
+--match (for jobs started without a launcher). Launchers themselves (torchrun,
+python -m torch.distributed.run, the launch-*.sh scripts) and the children of
+a rank (data loader workers inherit LOCAL_RANK) are not counted.
+
+Cases: ok, no_job, one_busy_rest_asleep (the launcher started one process
+instead of one per card, so one card works and the others sleep),
+process_count_mismatch, cards_asleep.
+
+Runs on Python 3.6+.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+RANK_ENV = ("LOCAL_RANK", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID")
+LAUNCHER_ARGS = ("torch.distributed.run", "torch.distributed.launch")
+LAUNCHER_NAMES = ("torchrun", "launch-single.sh", "launch-platform.sh", "mpirun", "srun")
+
+
+def _read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def read_process(proc_root, pid):
+    """One process from /proc as a dict, or None when it is gone or a kernel thread."""
+    base = os.path.join(proc_root, str(pid))
+    try:
+        raw_cmd = _read(os.path.join(base, "cmdline"))
+        stat = _read(os.path.join(base, "stat")).decode("utf-8", "replace")
+    except (IOError, OSError):
+        return None
+    cmdline = [a.decode("utf-8", "replace") for a in raw_cmd.split(b"\0") if a]
+    if not cmdline:
+        return None
+    # stat: "pid (comm) state ppid ..."; comm may hold spaces and parentheses.
+    ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+    env = {}
+    readable = True
+    try:
+        for item in _read(os.path.join(base, "environ")).split(b"\0"):
+            name, sep, value = item.partition(b"=")
+            if sep and name.decode("utf-8", "replace") in RANK_ENV:
+                env[name.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
+    except (IOError, OSError):
+        readable = False
+    return {"pid": int(pid), "ppid": ppid, "cmdline": cmdline, "env": env, "environ_readable": readable}
+
+
+def read_processes(proc_root="/proc"):
+    out = []
+    for name in os.listdir(proc_root):
+        if name.isdigit():
+            proc = read_process(proc_root, name)
+            if proc is not None:
+                out.append(proc)
+    return sorted(out, key=lambda p: p["pid"])
+
+
+def is_launcher(proc):
+    args = proc["cmdline"]
+    if any(a in LAUNCHER_ARGS for a in args):
+        return True
+    # argv[0], or the script an interpreter runs (python .../torchrun, bash launch-single.sh)
+    for arg in args[:2]:
+        if os.path.basename(arg) in LAUNCHER_NAMES:
+            return True
+    return False
+
+
+def training_processes(procs, match=None):
+    """The rank processes among procs (dicts from read_process)."""
+    pattern = re.compile(match) if match else None
+    own_pid = os.getpid()
+
+    def candidate(p):
+        if p["pid"] == own_pid or is_launcher(p):
+            return False
+        if "LOCAL_RANK" in p["env"]:
+            return True
+        return bool(pattern and pattern.search(" ".join(p["cmdline"])))
+
+    cands = dict((p["pid"], p) for p in procs if candidate(p))
+    ranks = []
+    for pid in sorted(cands):
+        proc = cands[pid]
+        if proc["ppid"] in cands:
+            continue  # a worker of a rank, not a rank
+        entry = {"pid": pid, "cmdline": " ".join(proc["cmdline"])[:300]}
+        for name in ("LOCAL_RANK", "RANK", "WORLD_SIZE"):
+            value = proc["env"].get(name)
+            entry[name.lower()] = int(value) if value is not None and value.isdigit() else value
+        ranks.append(entry)
+    return ranks
+
+
+def parse_util(text):
+    """'0=85.0,1=0,2=N/A' -> {0: 85.0, 1: 0.0, 2: None}."""
+    out = {}
+    text = (text or "").strip()
+    if not text:
+        return out
+    for item in text.split(","):
+        index, sep, value = item.partition("=")
+        if not sep or not index.strip().isdigit():
+            raise ValueError("--util: expected INDEX=PERCENT, got %r" % item)
+        value = value.strip()
+        try:
+            out[int(index)] = float(value)
+        except ValueError:
+            out[int(index)] = None  # N/A
+    return out
+
+
+def span(indexes):
+    """[1, 2, 3, 5] -> '1-3, 5'."""
+    parts = []
+    for i in sorted(indexes):
+        if parts and parts[-1][1] == i - 1:
+            parts[-1][1] = i
+        else:
+            parts.append([i, i])
+    return ", ".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in parts)
+
+
+def verdict(ranks, util, min_util, cards=None, match=None):
+    """Compare the ranks found with the cards. Pure; returns a dict."""
+    if cards is None:
+        cards = len(util)
+    busy = sorted(i for i, u in util.items() if u is not None and u >= min_util)
+    idle = sorted(i for i in util if i not in busy)
+    nproc = len(ranks)
+    hint = ("start one process per card: launch-single.sh and launch-platform.sh pass "
+            "--nproc_per_node=%d" % cards)
+    base = {"processes": nproc, "cards": cards, "busy_cards": busy, "idle_cards": idle,
+            "min_utilization": min_util, "ranks": ranks}
+
+    def result(ok, case, message):
+        base.update({"ok": ok, "case": case, "message": message})
+        return base
+
+    if nproc == 0:
+        return result(False, "no_job", "no training process runs on this node (none with LOCAL_RANK in its "
+                      "environment%s); %d card(s) idle: %s" % (
+                          "" if not match else " or a command line matching %r" % match, len(idle), span(idle) or "-"))
+    if cards > 1 and (nproc == 1 or len(busy) == 1):
+        return result(False, "one_busy_rest_asleep",
+                      "one busy, the rest asleep: %d training process(es) for %d cards, busy card(s): %s, "
+                      "asleep: %s. The launcher started one process instead of one per card (torchrun without "
+                      "--nproc_per_node starts one); %s" % (nproc, cards, span(busy) or "none",
+                                                            span(idle) or "none", hint))
+    if nproc != cards:
+        return result(False, "process_count_mismatch",
+                      "%d training processes for %d cards (local ranks: %s); %s" % (
+                          nproc, cards, ", ".join(str(r.get("local_rank")) for r in ranks), hint))
+    if idle:
+        return result(False, "cards_asleep",
+                      "%d training processes for %d cards, but card(s) %s report less than %s%% utilization: "
+                      "ranks that wait or are bound to the wrong card" % (nproc, cards, span(idle), min_util))
+    return result(True, "ok", "%d training processes for %d cards, every card busy (>= %s%%)" % (
+        nproc, cards, min_util))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Launch check on one node: training processes vs cards")
+    parser.add_argument("--util", required=True,
+                        help="every card's utilization: INDEX=PERCENT,... (N/A counts as asleep)")
+    parser.add_argument("--min-util", type=float, default=10.0, help="busy threshold in percent (default 10)")
+    parser.add_argument("--cards", type=int, default=None,
+                        help="expected process count (default: the number of cards in --util)")
+    parser.add_argument("--match", default=None,
+                        help="regular expression: also count processes whose command line matches")
+    parser.add_argument("--proc", default="/proc", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    try:
+        util = parse_util(args.util)
+        if args.match:
+            re.compile(args.match)
+    except (ValueError, re.error) as exc:
+        parser.error(str(exc))
+    if args.cards is not None and args.cards < 1:
+        parser.error("--cards must be at least 1")
+    ranks = training_processes(read_processes(args.proc), args.match)
+    out = verdict(ranks, util, args.min_util, args.cards, args.match)
+    print(json.dumps(out, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
