@@ -1,0 +1,233 @@
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""dist_launch on two simulated T20 nodes: real torchrun jobs started with the
+generated scripts, the launch check, and the platform script's refusals.
+
+The jobs run for real (torch on CPU, the stand-in torch_gcu's eccl backend over
+gloo). The simulated efsmi does not measure processes: it reports the
+utilization `simctl busy` sets. Where a test needs "the cards are busy" it sets
+simctl to mirror which ranks run, standing in for the hardware reporting
+utilization; the launch check also counts the real rank processes in /proc,
+which no simctl setting can fake.
+"""
+import json
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+
+testinfra_hosts = ["dist_launch-node1"]
+NODES = ["dist_launch-node1", "dist_launch-node2"]
+LAUNCH = "/opt/topsrider/launch"
+PYTHON = "/opt/venvs/train/bin/python"
+
+
+def dexec(node, script, timeout=60):
+    proc = subprocess.run(["docker", "exec", node, "bash", "-c", script], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=timeout, check=False)
+    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+
+def free_port():
+    # The nodes share the host's network namespace: a port free here is free there.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Job(object):
+    """A command started in the background on a node, in its own session
+    (process group), bounded by `timeout`; its pgid, log and exit code land in
+    a work directory on the node."""
+
+    def __init__(self, node, name, command, limit=240):
+        self.node, self.dir = node, "/tmp/dist_launch-test/%s" % name
+        rc, _, err = dexec(node, "rm -rf %s && mkdir -p %s/results" % (self.dir, self.dir))
+        assert rc == 0, err
+        inner = "echo $$ > %s/pgid; timeout %d %s > %s/log 2>&1; echo $? > %s/rc" % (
+            self.dir, limit, command, self.dir, self.dir)
+        subprocess.run(["docker", "exec", "-d", node, "setsid", "bash", "-c", inner], check=True, timeout=30)
+
+    def results(self):
+        _, out, _ = dexec(self.node, "cat %s/results/*.json 2>/dev/null" % self.dir)
+        return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+    def wait_results(self, count, limit):
+        deadline = time.time() + limit
+        while time.time() < deadline:
+            if len(self.results()) >= count or self.rc() is not None:
+                break
+            time.sleep(3)
+        return self.results()
+
+    def rc(self):
+        rc, out, _ = dexec(self.node, "cat %s/rc 2>/dev/null" % self.dir)
+        return int(out) if rc == 0 and out.strip() else None
+
+    def wait(self, limit):
+        deadline = time.time() + limit
+        while time.time() < deadline:
+            if self.rc() is not None:
+                return self.rc()
+            time.sleep(3)
+        return None
+
+    def log(self):
+        return dexec(self.node, "cat %s/log" % self.dir)[1]
+
+    def stop(self):
+        """Ends this job's own process group (if still there) and checks nothing is left."""
+        dexec(self.node, "pg=$(cat %s/pgid) && kill -TERM -- -$pg 2>/dev/null; sleep 2; "
+                         "kill -KILL -- -$pg 2>/dev/null; true" % self.dir)
+        rc, out, _ = dexec(self.node, "pgrep -f '[d]dp_smoke[.]py' || true")
+        assert out.strip() == "", "processes left on %s: %s" % (self.node, out)
+
+
+@pytest.fixture
+def simctl():
+    def run(node, *args):
+        rc, out, err = dexec(node, "simctl " + " ".join(args))
+        assert rc == 0, err
+        return out
+    yield run
+    for node in NODES:
+        run(node, "busy", "none")
+
+
+def launch_check(host, node):
+    """playbooks/launch_check.yml against one node: (rc, output)."""
+    runner = host.backend.ansible_runner
+    playbook = os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "playbooks", "launch_check.yml")
+    proc = subprocess.run(["ansible-playbook", "-i", runner.inventory_file, playbook, "-e",
+                           "launch_check_hosts=%s" % node], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=180, check=False)
+    return proc.returncode, proc.stdout.decode()
+
+
+def smoke(result_dir, extra=""):
+    return "%s/ddp_smoke.py --steps 3 --result-dir %s/results %s" % (LAUNCH, result_dir, extra)
+
+
+# ---------------------------------------------------------------- the role's files
+def test_node_scripts(host):
+    for name in ("launch-single.sh", "launch-platform.sh", "ddp_smoke.py", "launch_procs.py"):
+        f = host.file("%s/%s" % (LAUNCH, name))
+        assert f.exists and f.user == "root" and f.group == "root" and f.mode == 0o755, name
+    single = host.file(LAUNCH + "/launch-single.sh").content_string
+    assert "DIST_LAUNCH_CARDS=8" in single and "DIST_LAUNCH_ENV_FILE=/etc/profile.d/topsrider.sh" in single
+    out = host.run("DIST_LAUNCH_DRY_RUN=1 %s/launch-single.sh %s/ddp_smoke.py" % (LAUNCH, LAUNCH))
+    assert out.rc == 0, out.stderr
+    assert "--nproc_per_node=8" in out.stdout.split()
+
+
+def test_cluster_files():
+    out_dir = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "launch", "t20")
+    with open(os.path.join(out_dir, "hostfile")) as f:
+        lines = [line for line in f.read().splitlines() if line and not line.startswith("#")]
+    assert lines == ["dist_launch-node1 slots=8", "dist_launch-node2 slots=8"]
+    with open(os.path.join(out_dir, "slurm.sbatch")) as f:
+        sbatch = f.read()
+    assert "#SBATCH --nodes=2" in sbatch and "#SBATCH --gres=gcu:8" in sbatch
+    assert "%s/launch-platform.sh" % LAUNCH in sbatch
+    import yaml
+    with open(os.path.join(out_dir, "k8s-job.yaml")) as f:
+        docs = list(yaml.safe_load_all(f))
+    job = docs[2]
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    assert job["spec"]["completions"] == 2 and job["spec"]["completionMode"] == "Indexed"
+    assert container["resources"]["limits"] == {"enflame.com/gcu": 8}
+    assert "DIST_LAUNCH_CARDS=8" in docs[0]["data"]["launch-platform.sh"]
+    # the embedded script is valid bash
+    subprocess.run(["bash", "-n", "/dev/stdin"], input=docs[0]["data"]["launch-platform.sh"].encode(), check=True)
+
+
+# ---------------------------------------------------------------- refusals
+def test_platform_refuses_missing_rank():
+    rc, out, err = dexec("dist_launch-node2", "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=%d %s/launch-platform.sh "
+                         "%s/ddp_smoke.py" % (free_port(), LAUNCH, LAUNCH))
+    assert rc == 64, (out, err)
+    assert "missing variable(s): RANK" in err and "refusing to start" in err
+    assert dexec("dist_launch-node2", "pgrep -f '[t]orch.distributed.run'")[0] == 1  # nothing started
+
+
+def test_platform_refuses_unreachable_master():
+    rc, _, err = dexec("dist_launch-node2", "DIST_LAUNCH_MASTER_TIMEOUT=3 WORLD_SIZE=2 RANK=1 MASTER_ADDR=127.0.0.1 "
+                       "MASTER_PORT=%d %s/launch-platform.sh %s/ddp_smoke.py" % (free_port(), LAUNCH, LAUNCH))
+    assert rc == 69 and "did not answer within 3s" in err
+
+
+# ---------------------------------------------------------------- single node + launch check
+def test_single_node_eight_ranks_and_launch_check(host, simctl):
+    job = Job("dist_launch-node1", "single", "env MASTER_PORT=%d %s/launch-single.sh %s" % (
+        free_port(), LAUNCH, smoke("/tmp/dist_launch-test/single", "--hold 25")))
+    try:
+        results = job.wait_results(8, 180)
+        assert len(results) == 8, job.log()
+        # While the job runs: eight real rank processes; simctl mirrors them as busy cards.
+        simctl("dist_launch-node1", "busy", "all", "--util", "85")
+        rc, out = launch_check(host, "dist_launch-node1")
+        assert rc == 0, out
+        assert "8 training processes for 8 cards, every card busy" in out
+        assert job.wait(120) == 0, job.log()
+    finally:
+        job.stop()
+    assert sorted(r["rank"] for r in results) == list(range(8))
+    assert sorted(r["local_rank"] for r in results) == list(range(8))
+    assert {r["world_size"] for r in results} == {8}
+    assert {r["backend"] for r in results} == {"eccl"}
+    assert len({r["loss"] for r in results}) == 1, results
+    assert len({r["param_checksum"] for r in results}) == 1, results
+    assert {r["config"] for r in results} == {"/opt/topsrider/launch/configs/small.yaml"}
+    assert "8 processes (one per card)" in job.log()
+
+
+def test_launch_check_catches_a_one_process_launch(host, simctl):
+    # The classic mistake: torchrun without --nproc_per_node starts one process.
+    job = Job("dist_launch-node1", "oneproc", ". /etc/profile.d/topsrider.sh; GLOO_SOCKET_IFNAME=lo "
+              "DIST_LAUNCH_BACKEND=eccl %s -m torch.distributed.run --nnodes=1 --master_port=%d %s" % (
+                  PYTHON, free_port(), smoke("/tmp/dist_launch-test/oneproc", "--hold 60")))
+    try:
+        results = job.wait_results(1, 120)
+        assert len(results) == 1 and results[0]["world_size"] == 1, job.log()
+        simctl("dist_launch-node1", "busy", "0", "--util", "85")  # card 0 works, seven sleep
+        rc, out = launch_check(host, "dist_launch-node1")
+        assert rc != 0, out
+        assert "launch check failed (one_busy_rest_asleep)" in out
+        assert "one busy, the rest asleep: 1 training process(es) for 8 cards" in out
+        assert "asleep: 1-7" in out
+        # Even with every card reported busy, one process for eight cards is caught.
+        simctl("dist_launch-node1", "busy", "all", "--util", "85")
+        rc, out = launch_check(host, "dist_launch-node1")
+        assert rc != 0 and "one_busy_rest_asleep" in out, out
+    finally:
+        job.stop()
+
+
+# ---------------------------------------------------------------- two nodes
+def test_two_nodes_sixteen_ranks():
+    port = free_port()
+    env = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=%d DIST_LAUNCH_MASTER_TIMEOUT=120" % port
+    # Node 1 (RANK=1) first: it must wait for the master, then join.
+    worker = Job("dist_launch-node2", "multi", "env %s RANK=1 %s/launch-platform.sh %s" % (
+        env, LAUNCH, smoke("/tmp/dist_launch-test/multi")))
+    time.sleep(4)
+    master = Job("dist_launch-node1", "multi", "env %s RANK=0 %s/launch-platform.sh %s" % (
+        env, LAUNCH, smoke("/tmp/dist_launch-test/multi")))
+    try:
+        assert master.wait(240) == 0, master.log()
+        assert worker.wait(60) == 0, worker.log()
+    finally:
+        master.stop()
+        worker.stop()
+    results = master.results() + worker.results()
+    assert sorted(r["rank"] for r in results) == list(range(16)), results
+    assert sorted(r["rank"] for r in worker.results()) == list(range(8, 16))
+    assert {r["world_size"] for r in results} == {16}
+    assert len({r["loss"] for r in results}) == 1, results
+    assert len({r["param_checksum"] for r in results}) == 1, results
+    assert {r["config"] for r in results} == {"/opt/topsrider/launch/configs/large.yaml"}
+    assert {r["total_cards"] for r in results} == {"16"}
+    assert "node 1 waits for the master 127.0.0.1:%d" % port in worker.log()
+    assert "node 0 of 2, 8 processes here, 16 in total" in master.log()
