@@ -1,0 +1,157 @@
+# -*- coding: utf-8 -*-
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure helpers of the topsrider_state module: what a node has, as data.
+
+Turns the output of dpkg-query, ldconfig and a metadata-only Python probe into
+plain dicts, and describes files. No ansible imports; runs on Python 3.6+.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import grp
+import hashlib
+import json
+import os
+import pwd
+import stat
+
+from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg import (
+    installed_version, is_held, parse_dpkg_query,
+)
+
+# Files are read whole up to this size so that a report can show a diff;
+# larger files are described by their sha256 only.
+MAX_CONTENT_BYTES = 64 * 1024
+
+# Run in the training interpreter: versions from package metadata, without
+# importing torch or torch_gcu (fast, and works even when an import would fail).
+PYTHON_PROBE = r'''
+import json, sys
+def v(names):
+    try:
+        from importlib.metadata import version, PackageNotFoundError
+    except ImportError:
+        try:
+            from importlib_metadata import version, PackageNotFoundError
+        except ImportError:
+            version = None
+    if version is None:
+        import pkg_resources
+        for n in names:
+            try:
+                return pkg_resources.get_distribution(n).version
+            except pkg_resources.DistributionNotFound:
+                pass
+        return None
+    for n in names:
+        try:
+            return version(n)
+        except PackageNotFoundError:
+            pass
+    return None
+print(json.dumps({"python": "%d.%d" % sys.version_info[:2], "executable": sys.executable,
+                  "torch": v(["torch"]), "torch_gcu": v(["torch_gcu", "torch-gcu"])}))
+'''
+
+
+class StateError(Exception):
+    pass
+
+
+def packages_state(names, query_stdout):
+    """{name: {version, status, want, held}} for every asked name; a package
+    dpkg does not know, or knows only as removed, has version None."""
+    known = parse_dpkg_query(query_stdout or "")
+    result = {}
+    for name in names:
+        entry = known.get(name)
+        result[name] = {
+            "version": installed_version(entry),
+            "status": entry["status"] if entry else "not-installed",
+            "want": entry["want"] if entry else "unknown",
+            "held": is_held(entry),
+        }
+    return result
+
+
+def owned_files(listing, library):
+    """Paths from `dpkg-query -L PKG` whose name is `library` or `library`.N."""
+    found = []
+    for line in (listing or "").splitlines():
+        path = line.strip()
+        base = os.path.basename(path)
+        if path.startswith("/") and (base == library or base.startswith(library + ".")) and path not in found:
+            found.append(path)
+    return found
+
+
+def library_state(library, package, resolved, owned, realpath=os.path.realpath):
+    """Where the loader resolves `library` (ldconfig cache order) and which
+    copies `package` installed, both with their real paths."""
+    return {
+        "name": library,
+        "package": package,
+        "resolved": [{"path": p, "realpath": realpath(p)} for p in resolved],
+        "owned": [{"path": p, "realpath": realpath(p)} for p in owned],
+    }
+
+
+def parse_python_probe(rc, stdout, stderr):
+    """The probe's JSON line, or a StateError naming what went wrong."""
+    if rc != 0:
+        tail = " | ".join((stderr or stdout or "").strip().splitlines()[-3:])
+        raise StateError("the probe exited with rc=%d: %s" % (rc, tail or "no output"))
+    for line in reversed((stdout or "").strip().splitlines()):
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and "python" in data:
+            return data
+    raise StateError("the probe printed no JSON report: %r" % (stdout or "")[:200])
+
+
+def file_state(path, max_bytes=MAX_CONTENT_BYTES):
+    """exists, type, sha256, size, mode ('0644'), owner, group and, for a
+    small UTF-8 file, its content."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return {"exists": False}
+    info = {"exists": True, "mode": "%04o" % stat.S_IMODE(st.st_mode), "size": st.st_size,
+            "owner": _name(pwd.getpwuid, st.st_uid), "group": _name(grp.getgrgid, st.st_gid),
+            "type": "file" if stat.S_ISREG(st.st_mode) else (
+                "link" if stat.S_ISLNK(st.st_mode) else "other"),
+            "sha256": None, "content": None}
+    if info["type"] != "file":
+        return info
+    digest = hashlib.sha256()
+    head = b""
+    try:
+        with open(path, "rb") as f:
+            while True:
+                chunk = f.read(1 << 16)
+                if not chunk:
+                    break
+                digest.update(chunk)
+                if len(head) <= max_bytes:
+                    head += chunk
+    except (IOError, OSError) as e:
+        info["error"] = "cannot read: %s" % e
+        return info
+    info["sha256"] = digest.hexdigest()
+    if st.st_size <= max_bytes:
+        try:
+            info["content"] = head.decode("utf-8")
+        except UnicodeDecodeError:
+            info["content"] = None
+    return info
+
+
+def _name(lookup, ident):
+    try:
+        return lookup(ident)[0]
+    except KeyError:
+        return str(ident)

@@ -1,0 +1,289 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: topsrider_state
+short_description: Read what TopsRider state a node has, in one pass, for drift checks
+version_added: "0.1.0"
+description:
+  - Collects, in one call, everything a drift check compares with the desired state
+    (C(playbooks/drift.yml) and the filter P(gcu.topsrider.topsrider_drift_findings#filter)):
+    installed versions and holds of Debian packages (one C(dpkg-query) call), sha256, mode,
+    owner and (small UTF-8 files) content of files, the Python, torch and torch_gcu versions of
+    a training interpreter (from package metadata, without importing torch), where the loader
+    resolves a library (C(ldconfig -p)) and which copies of it a package installed
+    (C(dpkg-query -L)), and the GCUs the driver sees (C(efsmi -q), the summary table as
+    fall-back) with the PCI view.
+  - Read-only; never reports C(changed). Something it cannot read (efsmi fails, the
+    interpreter is missing) is returned as an C(error) in that part of the result, not a
+    failure, so that a drift report can name it.
+author:
+  - gcu.topsrider contributors (@gcu-topsrider)
+options:
+  packages:
+    description:
+      - Debian package names whose installed version, status and hold are read.
+    type: list
+    elements: str
+    default: []
+  files:
+    description:
+      - Absolute paths of files to describe.
+    type: list
+    elements: path
+    default: []
+  python:
+    description:
+      - Interpreter of the training environment whose torch and torch_gcu versions are read.
+    type: path
+  library:
+    description:
+      - File name of a shared library (C(libeccl.so)) whose resolution in the loader cache is read.
+    type: str
+  library_package:
+    description:
+      - Debian package that installs O(library); the copies it installed are listed so that
+        they compare with what the loader resolves.
+    type: str
+  devices:
+    description:
+      - Read the GCUs the driver sees (efsmi) and the Enflame devices on PCI.
+    type: bool
+    default: false
+  efsmi_path:
+    description:
+      - Path of efsmi; by default looked up in C(PATH), C(/usr/sbin) and C(/usr/local/bin).
+    type: path
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads; check mode runs it unchanged.
+  diff_mode:
+    support: none
+    description: Nothing is changed, so there is no diff.
+  platform:
+    support: full
+    platforms: posix
+    description: Debian-family nodes (dpkg).
+notes:
+  - Commands run with C(LC_ALL=C); the training interpreter runs a short metadata-only probe.
+  - Files above 64 KiB, or not UTF-8, are described without content.
+seealso:
+  - module: gcu.topsrider.gcu_devices
+  - module: gcu.topsrider.eccl_probe
+"""
+
+EXAMPLES = r"""
+- name: Read a node's TopsRider state in one pass
+  gcu.topsrider.topsrider_state:
+    packages: [tops-sdk, topsfactor, tops-eccl]
+    files:
+      - /etc/profile.d/topsrider.sh
+      - /etc/ld.so.conf.d/topsrider.conf
+    python: /opt/venvs/train/bin/python
+    library: libeccl.so
+    library_package: tops-eccl
+    devices: true
+  register: node_state
+
+- name: Show the installed ECCL version and where libeccl.so resolves
+  ansible.builtin.debug:
+    msg: "{{ node_state.state.packages['tops-eccl'].version }} {{ node_state.state.library.resolved | map(attribute='path') }}"
+"""
+
+RETURN = r"""
+state:
+  description: What the node has. Parts that were not asked for are null.
+  returned: always
+  type: dict
+  contains:
+    packages:
+      description: Per package name, C(version) (null when not installed), dpkg C(status), C(want) and C(held).
+      type: dict
+      sample: {"tops-eccl": {"version": "2.5.136-1", "status": "installed", "want": "hold", "held": true}}
+    files:
+      description: >-
+        Per path, C(exists) and for an existing one C(type) (file, link, other), C(mode), C(owner), C(group),
+        C(size), C(sha256) and C(content) (null above 64 KiB or when not UTF-8).
+      type: dict
+      sample: {"/etc/ld.so.conf.d/topsrider.conf": {"exists": true, "type": "file", "mode": "0644", "owner": "root",
+               "group": "root", "size": 120, "sha256": "9f2c...", "content": "/usr/local/tops/lib\n"}}
+    python:
+      description: >-
+        C(path) of the interpreter, C(python) (major.minor), C(executable), C(torch) and C(torch_gcu) versions
+        (null when not installed), or C(error) when the interpreter could not be probed.
+      type: dict
+      sample: {"path": "/opt/venvs/train/bin/python", "python": "3.11", "executable": "/opt/venvs/train/bin/python",
+               "torch": "2.13.0", "torch_gcu": "2.13.0+2.5.136", "error": null}
+    library:
+      description: >-
+        C(name), C(package), C(resolved) (the loader cache's entries, in its order) and C(owned) (the package's
+        copies), each a list of C(path) and C(realpath); C(error) when ldconfig failed.
+      type: dict
+      sample: {"name": "libeccl.so", "package": "tops-eccl", "error": null,
+               "resolved": [{"path": "/usr/local/tops/lib/libeccl.so", "realpath": "/usr/local/tops/lib/libeccl.so"}],
+               "owned": [{"path": "/usr/local/tops/lib/libeccl.so", "realpath": "/usr/local/tops/lib/libeccl.so"}]}
+    devices:
+      description: >-
+        C(count) and C(cards) (index, bus_id, serial, health) the driver sees, C(source) (query or summary),
+        C(pci_count) (Enflame PCI functions, null when unreadable), or C(error) when efsmi failed.
+      type: dict
+      sample: {"count": 8, "source": "query", "pci_count": 8, "error": null,
+               "cards": [{"index": 0, "bus_id": "0000:3d:00.0", "serial": "W28001150301", "health": true}]}
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg import QUERY_FORMAT
+from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import parse_ldconfig_cache
+from ansible_collections.gcu.topsrider.plugins.module_utils._efsmi import (
+    EfsmiParseError, parse_efsmi, pci_view,
+)
+from ansible_collections.gcu.topsrider.plugins.module_utils._state import (
+    PYTHON_PROBE, StateError, file_state, library_state, owned_files, packages_state, parse_python_probe,
+)
+
+C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
+PCI_ROOT = "/sys/bus/pci/devices"
+EFSMI_DIRS = ["/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/opt/tops/bin", "/usr/local/tops/bin"]
+
+
+def _fail_cmd(module, argv, rc, out, err, what):
+    module.fail_json(msg="`%s` failed (rc=%d) while reading %s: %s" % (
+        " ".join(argv), rc, what, (err or out or "").strip() or "no output"),
+        cmd=" ".join(argv), rc=rc, stdout=out, stderr=err)
+
+
+def read_packages(module, names):
+    if not names:
+        return {}
+    argv = [module.get_bin_path("dpkg-query", required=True), "-W", "-f=" + QUERY_FORMAT, "--"] + list(names)
+    rc, out, err = module.run_command(argv, environ_update=C_LOCALE)
+    # rc 1: some names are unknown to dpkg, which is an answer (not installed).
+    if rc not in (0, 1):
+        _fail_cmd(module, argv, rc, out, err, "package versions")
+    return packages_state(names, out)
+
+
+def read_python(module, python):
+    result = {"path": python, "python": None, "executable": None, "torch": None, "torch_gcu": None,
+              "error": None}
+    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        result["error"] = "%s does not exist or is not executable" % python
+        return result
+    argv = [python, "-c", PYTHON_PROBE]
+    rc, out, err = module.run_command(argv, environ_update=C_LOCALE, cwd="/")
+    try:
+        data = parse_python_probe(rc, out, err)
+    except StateError as e:
+        result["error"] = "%s: %s" % (python, e)
+        return result
+    for key in ("python", "executable", "torch", "torch_gcu"):
+        result[key] = data.get(key)
+    return result
+
+
+def read_library(module, library, package):
+    ldconfig = module.get_bin_path("ldconfig", required=True, opt_dirs=["/sbin", "/usr/sbin"])
+    argv = [ldconfig, "-p"]
+    rc, out, err = module.run_command(argv, environ_update=C_LOCALE)
+    if rc != 0:
+        state = library_state(library, package, [], [])
+        state["error"] = "`%s` failed (rc=%d): %s" % (" ".join(argv), rc, (err or "").strip())
+        return state
+    resolved = parse_ldconfig_cache(out, library)
+    owned = []
+    if package:
+        argv = [module.get_bin_path("dpkg-query", required=True), "-L", "--", package]
+        rc, listing, err = module.run_command(argv, environ_update=C_LOCALE)
+        # rc 1: the package is not installed, so it owns no copy.
+        if rc not in (0, 1):
+            _fail_cmd(module, argv, rc, listing, err, "the files of " + package)
+        owned = owned_files(listing if rc == 0 else "", library)
+    state = library_state(library, package, resolved, owned)
+    state["error"] = None
+    return state
+
+
+def read_pci(root):
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return None
+
+    def read(path):
+        try:
+            with open(path) as f:
+                return f.read()
+        except (IOError, OSError):
+            return None
+
+    return pci_view((n, read(os.path.join(root, n, "vendor")), read(os.path.join(root, n, "device"))) for n in names)
+
+
+def read_devices(module, efsmi_path):
+    pci = read_pci(PCI_ROOT)
+    result = {"count": None, "cards": [], "source": None, "pci_count": pci["count"] if pci else None,
+              "error": None}
+    efsmi = efsmi_path or module.get_bin_path("efsmi", required=False, opt_dirs=EFSMI_DIRS)
+    if not efsmi or not os.access(efsmi, os.X_OK):
+        result["error"] = "efsmi not found (%s)" % (efsmi_path or "PATH, " + ", ".join(EFSMI_DIRS))
+        return result
+    errors = []
+    for source, argv in (("query", [efsmi, "-q"]), ("summary", [efsmi])):
+        rc, out, err = module.run_command(argv, environ_update=C_LOCALE)
+        if rc != 0:
+            errors.append("`%s` rc=%d: %s" % (" ".join(argv), rc, (err or out or "").strip()[:300]))
+            continue
+        try:
+            parsed = parse_efsmi(out, source)
+        except EfsmiParseError as e:
+            errors.append("`%s`: %s" % (" ".join(argv), str(e)[:300]))
+            continue
+        cards = sorted(parsed["cards"], key=lambda c: c["index"])
+        result.update(count=len(cards), source=source,
+                      cards=[dict((k, c.get(k)) for k in ("index", "bus_id", "serial", "health")) for c in cards])
+        return result
+    result["error"] = "; ".join(errors)
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            packages=dict(type="list", elements="str", default=[]),
+            files=dict(type="list", elements="path", default=[]),
+            python=dict(type="path"),
+            library=dict(type="str"),
+            library_package=dict(type="str"),
+            devices=dict(type="bool", default=False),
+            efsmi_path=dict(type="path"),
+        ),
+        required_by={"library_package": "library"},
+        supports_check_mode=True,
+    )
+    p = module.params
+    bad = [f for f in p["files"] if not os.path.isabs(f)]
+    if bad:
+        module.fail_json(msg="files must be absolute paths, got: %s" % ", ".join(bad))
+    if p["library"] is not None and (not p["library"] or "/" in p["library"]):
+        module.fail_json(msg="library is a file name such as libeccl.so, got %r" % p["library"])
+
+    state = {
+        "packages": read_packages(module, p["packages"]),
+        "files": dict((f, file_state(f)) for f in p["files"]),
+        "python": read_python(module, p["python"]) if p["python"] else None,
+        "library": read_library(module, p["library"], p["library_package"]) if p["library"] else None,
+        "devices": read_devices(module, p["efsmi_path"]) if p["devices"] else None,
+    }
+    module.exit_json(changed=False, state=state)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The drift filters as Ansible loads them: names, plain data, errors as AnsibleFilterError."""
+import pytest
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gcu.topsrider.plugins.filter import drift
+
+
+def test_filters_are_registered():
+    assert sorted(drift.FilterModule().filters()) == [
+        "topsrider_drift_findings", "topsrider_drift_junit", "topsrider_drift_markdown",
+        "topsrider_drift_prometheus", "topsrider_drift_report"]
+
+
+def test_report_pipeline():
+    findings = drift.topsrider_drift_findings(
+        {"packages": {"tops-eccl": {"version": "2.5.140-1", "status": "installed", "held": True}}},
+        "n1", {"manifest": {"files": [{"type": "deb", "package": "tops-eccl", "version": "2.5.136-1"}]}})
+    assert [(f["category"], f["actual"]) for f in findings] == [("package", "2.5.140-1")]
+    report = drift.topsrider_drift_report({"n1": {"checked_at": 1.0, "error": None, "findings": findings}},
+                                          ["n1"], "run-1", {"version": "2.5.136"}, 0)
+    assert report["status"] == "drift" and report["exit_code"] == 3
+    assert "tops-eccl version" in drift.topsrider_drift_markdown(report)
+    assert "<failure" in drift.topsrider_drift_junit(report)
+    assert 'topsrider_drift_findings{node="n1"} 1' in drift.topsrider_drift_prometheus(report)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: drift.topsrider_drift_report({}, ["n1"], "../evil"),
+    lambda: drift.topsrider_drift_findings("not a dict", "n1", {}),
+])
+def test_errors_are_filter_errors(call):
+    with pytest.raises(AnsibleFilterError):
+        call()

@@ -1,0 +1,253 @@
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Drift comparison and the four report forms, on a clean node state and one
+tamper per category; the XML is validated against a JUnit schema and the
+Prometheus text parsed by prometheus_client's own parser."""
+import copy
+import hashlib
+import json
+import os
+
+import pytest
+import xmlschema
+from prometheus_client.parser import text_string_to_metric_families
+
+from ansible_collections.gcu.topsrider.plugins.module_utils import _drift
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+XSD = os.path.abspath(os.path.join(HERE, "..", "..", "fixtures", "junit.xsd"))
+ENV = "/etc/profile.d/topsrider.sh"
+LD = "/etc/ld.so.conf.d/topsrider.conf"
+ENV_TEXT = "# Managed\nexport ECCL_DEBUG=WARN\nexport ENFLAME_VISIBLE_DEVICES=all\n"
+LD_TEXT = "/usr/local/tops/lib\n"
+LIB = "/usr/local/tops/lib/libeccl.so"
+MANIFEST = {"version": "2.5.136", "files": [
+    {"type": "deb", "package": "tops-sdk", "version": "2.5.136-1"},
+    {"type": "deb", "package": "tops-eccl", "version": "2.5.136-1"},
+    {"type": "wheel", "package": "torch_gcu", "python": "3.11", "version": "2.13.0+2.5.136", "requires_torch": "2.13.0"},
+    {"type": "wheel", "package": "torch_gcu", "python": "3.10", "version": "2.13.0+2.5.136", "requires_torch": "2.13.0"},
+]}
+DESIRED = {
+    "manifest": MANIFEST, "hold": True, "python": "/opt/venvs/train/bin/python", "expected_count": 8,
+    "require_healthy": True, "library": {"name": "libeccl.so", "package": "tops-eccl"},
+    "files": {ENV: {"content": ENV_TEXT, "mode": "0644", "owner": "root", "group": "root"},
+              LD: {"content": LD_TEXT, "mode": "0644", "owner": "root", "group": "root"}},
+}
+
+
+def sha(text):
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def fileinfo(text):
+    return {"exists": True, "type": "file", "mode": "0644", "owner": "root", "group": "root",
+            "size": len(text), "sha256": sha(text), "content": text}
+
+
+CLEAN = {
+    "packages": {n: {"version": "2.5.136-1", "status": "installed", "want": "hold", "held": True}
+                 for n in ("tops-sdk", "tops-eccl")},
+    "files": {ENV: fileinfo(ENV_TEXT), LD: fileinfo(LD_TEXT)},
+    "python": {"path": "/opt/venvs/train/bin/python", "python": "3.11", "torch": "2.13.0+cpu",
+               "torch_gcu": "2.13.0+2.5.136", "error": None},
+    "library": {"name": "libeccl.so", "package": "tops-eccl", "error": None,
+                "resolved": [{"path": LIB, "realpath": LIB}], "owned": [{"path": LIB, "realpath": LIB}]},
+    "devices": {"count": 8, "pci_count": 8, "source": "query", "error": None,
+                "cards": [{"index": i, "bus_id": "b%d" % i, "serial": "s%d" % i, "health": True} for i in range(8)]},
+}
+
+
+def tampered(path, value):
+    state = copy.deepcopy(CLEAN)
+    target = state
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return state
+
+
+def with_env(text):
+    return tampered(("files", ENV), fileinfo(text))
+
+
+STRAY = "/usr/lib/x86_64-linux-gnu/libeccl.so"
+TAMPERS = [
+    # (name, actual, [(category, check, expected, actual)])
+    ("package version", tampered(("packages", "tops-eccl", "version"), "2.5.140-1"),
+     [("package", "tops-eccl version", "2.5.136-1", "2.5.140-1")]),
+    ("package removed", tampered(("packages", "tops-sdk"), {"version": None, "status": "config-files",
+                                                            "want": "deinstall", "held": False}),
+     [("package", "tops-sdk version", "2.5.136-1", None)]),
+    ("package unheld", tampered(("packages", "tops-sdk"), {"version": "2.5.136-1", "status": "installed",
+                                                           "want": "install", "held": False}),
+     [("package", "tops-sdk hold", "hold", "install")]),
+    ("package half-configured", tampered(("packages", "tops-sdk", "status"), "half-configured"),
+     [("package", "tops-sdk version", "2.5.136-1", "2.5.136-1 (half-configured)")]),
+    ("env edited", with_env(ENV_TEXT.replace("WARN", "INFO")),
+     [("env", ENV, "sha256:" + sha(ENV_TEXT), "sha256:" + sha(ENV_TEXT.replace("WARN", "INFO")))]),
+    ("env missing", tampered(("files", LD), {"exists": False}),
+     [("env", LD, "sha256:" + sha(LD_TEXT), "missing")]),
+    ("env mode", tampered(("files", ENV, "mode"), "0666"), [("env", ENV + " mode", "0644", "0666")]),
+    ("wheel removed", tampered(("python", "torch_gcu"), None),
+     [("wheel", "torch_gcu version", "2.13.0+2.5.136", None)]),
+    ("torch moved", tampered(("python", "torch"), "2.14.0"), [("wheel", "torch version", "2.13.0", "2.14.0")]),
+    ("python gone", tampered(("python", "error"), "/opt/venvs/train/bin/python does not exist"),
+     [("wheel", "training python", "/opt/venvs/train/bin/python", None)]),
+    ("no wheel for python", tampered(("python", "python"), "3.12"),
+     [("wheel", "torch_gcu wheel for python 3.12", "a wheel in the bundle", None)]),
+    ("stray libeccl", tampered(("library", "resolved"), [{"path": STRAY, "realpath": STRAY},
+                                                         {"path": LIB, "realpath": LIB}]),
+     [("library", "libeccl.so resolves", [LIB], [STRAY, LIB])]),
+    ("libeccl not resolved", tampered(("library", "resolved"), []),
+     [("library", "libeccl.so resolves", [LIB], [])]),
+    ("card missing", tampered(("devices", "count"), 7), [("device", "card count", 8, 7)]),
+    ("efsmi broken", tampered(("devices", "error"), "`efsmi -q` rc=1: driver not loaded"),
+     [("device", "cards visible", 8, None)]),
+    ("card unhealthy", tampered(("devices", "cards", 3, "health"), False),
+     [("health", "gcu3 health", "healthy", "unhealthy")]),
+]
+
+
+def test_clean_node_has_no_findings():
+    assert _drift.node_findings("n1", DESIRED, CLEAN) == []
+
+
+@pytest.mark.parametrize("name,actual,want", TAMPERS, ids=[t[0] for t in TAMPERS])
+def test_each_tamper_is_one_finding_of_its_category(name, actual, want):
+    found = _drift.node_findings("n2", DESIRED, actual)
+    assert [(f["category"], f["check"], f["expected"], f["actual"]) for f in found] == want
+    assert all(f["node"] == "n2" for f in found)
+
+
+def test_env_finding_carries_a_diff():
+    found = _drift.node_findings("n", DESIRED, with_env(ENV_TEXT.replace("WARN", "INFO")))
+    assert "-export ECCL_DEBUG=WARN" in found[0]["detail"] and "+export ECCL_DEBUG=INFO" in found[0]["detail"]
+
+
+def test_hold_not_checked_when_not_wanted():
+    desired = dict(DESIRED, hold=False)
+    assert _drift.node_findings("n", desired, tampered(("packages", "tops-sdk", "held"), False)) == []
+
+
+def test_count_falls_back_to_pci_when_not_expected():
+    desired = dict(DESIRED, expected_count=None)
+    actual = tampered(("devices", "count"), 7)
+    assert [(f["expected"], f["actual"]) for f in _drift.node_findings("n", desired, actual)] == [(8, 7)]
+
+
+def test_probe_problems_become_findings():
+    actual = dict(CLEAN, probe={"healthy": False, "problems": [
+        {"code": "TORCH_GCU_MISSING", "message": "torch_gcu missing", "hint": "install it"},
+        {"code": "LIBRARY_DUPLICATE", "message": "two copies", "hint": "remove one"}]})
+    found = _drift.node_findings("n", DESIRED, actual)
+    assert [(f["category"], f["check"]) for f in found] == [
+        ("wheel", "eccl_probe TORCH_GCU_MISSING"), ("library", "eccl_probe LIBRARY_DUPLICATE")]
+
+
+def test_several_tampers_sorted_by_category():
+    actual = tampered(("devices", "cards", 1, "health"), False)
+    actual["packages"]["tops-eccl"]["version"] = "2.5.140-1"
+    assert [f["category"] for f in _drift.node_findings("n", DESIRED, actual)] == ["package", "health"]
+
+
+def fleet(results, hosts=("n1", "n2", "n3")):
+    return _drift.build_report(list(hosts), results, "20250101T000000Z", now=1735689600.0,
+                               meta={"version": "2.5.136"})
+
+
+DRIFT_N2 = _drift.node_findings("n2", DESIRED, tampered(("devices", "cards", 3, "health"), False))
+OK = {"checked_at": 1735689601.5, "error": None, "findings": []}
+
+
+@pytest.mark.parametrize("results,status,code", [
+    ({"n1": OK, "n2": OK, "n3": OK}, "clean", 0),
+    ({"n1": OK, "n2": dict(OK, findings=DRIFT_N2), "n3": OK}, "drift", 3),
+    ({"n1": OK, "n2": dict(OK, findings=DRIFT_N2)}, "failed", 4),
+    ({"n1": OK, "n2": OK, "n3": dict(OK, error="Read the node's state in one pass: boom")}, "failed", 4),
+])
+def test_fleet_status_and_exit_code(results, status, code):
+    report = fleet(results)
+    assert (report["status"], report["exit_code"]) == (status, code)
+    assert json.loads(json.dumps(report)) == report
+
+
+def test_unreachable_node_is_a_finding_of_its_own():
+    report = fleet({"n1": OK, "n2": OK})
+    assert [(n["node"], n["status"], n["categories"]) for n in report["nodes"]] == [
+        ("n1", "clean", []), ("n2", "clean", []), ("n3", "unreachable", ["unreachable"])]
+    assert [(f["node"], f["category"]) for f in report["findings"]] == [("n3", "unreachable")]
+    assert report["summary"]["by_category"]["unreachable"] == 1
+
+
+SAMPLE = fleet({"n1": OK, "n2": dict(OK, findings=DRIFT_N2 + _drift.node_findings(
+    "n2", DESIRED, with_env(ENV_TEXT + 'export X="a|b"\n')))})
+
+
+def test_markdown_names_nodes_and_findings():
+    md = _drift.to_markdown(SAMPLE)
+    assert "Status: **failed** (exit 4)" in md
+    assert "| n2 | drift | 2 | env, health |" in md
+    assert "| n3 | unreachable | 1 | unreachable |" in md
+    assert "| n2 | health | gcu3 health | healthy | unhealthy |" in md
+    assert "+export X=\"a|b\"" in md  # the diff, in a code block
+
+
+def test_junit_validates_and_has_a_case_per_node_and_check():
+    xml = _drift.to_junit(SAMPLE)
+    schema = xmlschema.XMLSchema(XSD)
+    schema.validate(xml)
+    doc = schema.to_dict(xml)
+    suites = doc["testsuite"]
+    assert [s["@name"] for s in suites] == ["n1", "n2", "n3"]
+    for s in suites:
+        assert [c["@name"] for c in s["testcase"]] == ["reachable"] + list(_drift.CHECKS)
+    n2 = dict((c["@name"], c) for c in suites[1]["testcase"])
+    assert sorted(k for k, c in n2.items() if "failure" in c) == ["env", "health"]
+    assert "gcu3 health: expected healthy, actual unhealthy" in n2["health"]["failure"]["@message"]
+    assert (suites[1]["@failures"], suites[1]["@errors"], suites[2]["@errors"]) == (2, 0, 7)
+    assert (doc["@tests"], doc["@failures"], doc["@errors"]) == (21, 2, 7)
+
+
+def test_junit_schema_rejects_what_is_not_junit():
+    with pytest.raises(xmlschema.XMLSchemaValidationError):
+        xmlschema.XMLSchema(XSD).validate("<testsuites><testcase name='x'/></testsuites>")
+
+
+def test_prometheus_text_parses():
+    families = dict((f.name, f) for f in text_string_to_metric_families(_drift.to_prometheus(SAMPLE)))
+    assert set(families) == {"topsrider_drift_findings", "topsrider_drift_category_findings",
+                             "topsrider_drift_last_check_timestamp_seconds", "topsrider_drift_healthy",
+                             "topsrider_drift_up"}
+
+    def by_node(name):
+        return dict((s.labels["node"], s.value) for s in families[name].samples)
+
+    assert by_node("topsrider_drift_findings") == {"n1": 0, "n2": 2, "n3": 1}
+    assert by_node("topsrider_drift_healthy") == {"n1": 1, "n2": 0, "n3": 0}
+    assert by_node("topsrider_drift_up") == {"n1": 1, "n2": 1, "n3": 0}
+    assert by_node("topsrider_drift_last_check_timestamp_seconds") == {
+        "n1": 1735689601.5, "n2": 1735689601.5, "n3": 1735689600.0}
+    cats = dict(((s.labels["node"], s.labels["category"]), s.value)
+                for s in families["topsrider_drift_category_findings"].samples)
+    assert len(cats) == 3 * len(_drift.CATEGORIES)
+    assert [k for k, v in sorted(cats.items()) if v] == [("n2", "env"), ("n2", "health"), ("n3", "unreachable")]
+
+
+def test_prometheus_label_escaping():
+    report = fleet({'we"ird\\node': OK}, hosts=['we"ird\\node'])
+    samples = [s for f in text_string_to_metric_families(_drift.to_prometheus(report)) for s in f.samples]
+    assert set(s.labels["node"] for s in samples) == {'we"ird\\node'}
+
+
+@pytest.mark.parametrize("run_id,ok", [("20250101T000000Z-42", True), ("../x", False), ("a b", False), (7, False)])
+def test_run_id_must_be_a_safe_file_name(run_id, ok):
+    if ok:
+        assert _drift.safe_run_id(run_id) == run_id
+    else:
+        with pytest.raises(_drift.DriftError):
+            _drift.safe_run_id(run_id)
+
+
+def test_unknown_category_is_refused():
+    with pytest.raises(_drift.DriftError):
+        _drift.finding("n", "mood", "c", 1, 2)

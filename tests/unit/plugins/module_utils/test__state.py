@@ -1,0 +1,93 @@
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""topsrider_state's pure helpers: dpkg-query output, owned library copies,
+the Python probe (run for real by this interpreter) and file descriptions."""
+import hashlib
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.gcu.topsrider.plugins.module_utils import _state
+
+QUERY = ("tops-sdk\tamd64\t2.5.136-1\thi \t\tlibc6 (>= 2.34)\t\n"
+         "tops-eccl\tamd64\t2.5.140-1\tii \t\ttops-sdk (= 2.5.140-1)\t\n"
+         "topsfactor\tamd64\t2.5.136-1\trc \t\t\t\n")
+
+
+def test_packages_state():
+    got = _state.packages_state(["tops-sdk", "tops-eccl", "topsfactor", "nope"], QUERY)
+    assert got == {
+        "tops-sdk": {"version": "2.5.136-1", "status": "installed", "want": "hold", "held": True},
+        "tops-eccl": {"version": "2.5.140-1", "status": "installed", "want": "install", "held": False},
+        "topsfactor": {"version": None, "status": "config-files", "want": "deinstall", "held": False},
+        "nope": {"version": None, "status": "not-installed", "want": "unknown", "held": False},
+    }
+
+
+@pytest.mark.parametrize("listing,want", [
+    ("/.\n/usr/local/tops/lib\n/usr/local/tops/lib/libeccl.so\n/usr/local/tops/include/eccl.h\n",
+     ["/usr/local/tops/lib/libeccl.so"]),
+    ("/usr/lib/libeccl.so.2\n/usr/lib/libeccl.so.2.5\n/usr/lib/libeccl.sox\n/usr/lib/libeccl.so.2\n",
+     ["/usr/lib/libeccl.so.2", "/usr/lib/libeccl.so.2.5"]),
+    ("", []),
+    ("package 'tops-eccl' is not installed\n", []),
+])
+def test_owned_files(listing, want):
+    assert _state.owned_files(listing, "libeccl.so") == want
+
+
+def test_library_state_resolves_links():
+    real = {"/a/libeccl.so": "/a/libeccl.so.2"}.get
+    got = _state.library_state("libeccl.so", "tops-eccl", ["/a/libeccl.so"], ["/a/libeccl.so.2"],
+                               realpath=lambda p: real(p, p))
+    assert got["resolved"] == [{"path": "/a/libeccl.so", "realpath": "/a/libeccl.so.2"}]
+    assert got["owned"] == [{"path": "/a/libeccl.so.2", "realpath": "/a/libeccl.so.2"}]
+
+
+def test_python_probe_runs_for_real():
+    proc = subprocess.run([sys.executable, "-c", _state.PYTHON_PROBE], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, check=False)
+    data = _state.parse_python_probe(proc.returncode, proc.stdout, proc.stderr)
+    assert data["python"] == "%d.%d" % sys.version_info[:2]
+    assert data["torch_gcu"] is None
+    assert set(data) == {"python", "executable", "torch", "torch_gcu"}
+
+
+@pytest.mark.parametrize("rc,out,err,msg", [
+    (1, "", "Traceback\nImportError: no json\n", "rc=1: Traceback | ImportError: no json"),
+    (0, "hello\n", "", "no JSON report"),
+    (0, "[1, 2]\n", "", "no JSON report"),
+])
+def test_python_probe_failures(rc, out, err, msg):
+    with pytest.raises(_state.StateError, match=msg.replace("|", r"\|")):
+        _state.parse_python_probe(rc, out, err)
+
+
+def test_file_state(tmp_path):
+    f = tmp_path / "topsrider.sh"
+    f.write_bytes(b"export A=1\n")
+    os.chmod(str(f), 0o640)
+    got = _state.file_state(str(f))
+    assert got["exists"] and got["type"] == "file" and got["mode"] == "0640"
+    assert got["sha256"] == hashlib.sha256(b"export A=1\n").hexdigest()
+    assert got["content"] == "export A=1\n" and got["size"] == 11
+    assert _state.file_state(str(tmp_path / "missing")) == {"exists": False}
+
+
+def test_file_state_large_or_binary_has_no_content(tmp_path):
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 100)
+    binary = tmp_path / "bin"
+    binary.write_bytes(b"\xff\xfe")
+    assert _state.file_state(str(big), max_bytes=10)["content"] is None
+    assert _state.file_state(str(big), max_bytes=10)["sha256"] == hashlib.sha256(b"x" * 100).hexdigest()
+    assert _state.file_state(str(binary))["content"] is None
+
+
+def test_file_state_symlink_is_not_followed(tmp_path):
+    (tmp_path / "target").write_text(u"x")
+    os.symlink(str(tmp_path / "target"), str(tmp_path / "link"))
+    got = _state.file_state(str(tmp_path / "link"))
+    assert got["type"] == "link" and got["sha256"] is None

@@ -1,0 +1,119 @@
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gcu.topsrider.topsrider_state with faked commands: one pass, read-only,
+unreadable parts reported as data, bad commands failing with rc/stdout/stderr."""
+import json
+import os
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible_collections.gcu.topsrider.plugins.modules import topsrider_state
+
+from utils import AnsibleExitJson, AnsibleFailJson, exit_json, fail_json, set_module_args
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIX = os.path.abspath(os.path.join(HERE, "..", "..", "fixtures", "efsmi"))
+LDCONFIG = ("2 libs found in cache `/etc/ld.so.cache'\n"
+            "\tlibeccl.so (libc6,x86-64) => /usr/local/tops/lib/libeccl.so\n"
+            "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n")
+QUERY = "tops-eccl\tamd64\t2.5.136-1\thi \t\ttops-sdk (= 2.5.136-1)\t\n"
+
+
+def efsmi_fixture(name):
+    with open(os.path.join(FIX, name)) as f:
+        return f.read()
+
+
+@pytest.fixture
+def run(monkeypatch, tmp_path):
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path",
+                        lambda self, name, required=False, opt_dirs=None: "/usr/bin/" + name)
+    monkeypatch.setattr(topsrider_state, "PCI_ROOT", str(tmp_path / "no-pci"))
+
+    def go(args, table):
+        calls = []
+
+        def fake(self, argv, **kwargs):
+            assert isinstance(argv, list)
+            assert kwargs.get("environ_update") == {"LC_ALL": "C", "LANG": "C"}
+            calls.append(argv)
+            key = os.path.basename(argv[0])
+            key = key if key in ("dpkg-query", "ldconfig", "true") else "python"
+            key = tuple([key] + [a for a in argv[1:] if not a.startswith("-f=") and a != "-c"][:3])
+            for k, v in table.items():
+                if key[:len(k)] == k:
+                    return v
+            raise AssertionError("unexpected command %r" % (argv,))
+
+        monkeypatch.setattr(basic.AnsibleModule, "run_command", fake)
+        with set_module_args(args):
+            try:
+                topsrider_state.main()
+            except (AnsibleExitJson, AnsibleFailJson) as e:
+                return e.args[0], calls
+        raise AssertionError("the module neither exited nor failed")
+    return go
+
+
+def test_everything_in_one_pass(run, tmp_path):
+    env = tmp_path / "topsrider.sh"
+    env.write_text(u"export A=1\n")
+    python = tmp_path / "python"
+    python.write_text(u"#!/bin/sh\n")
+    os.chmod(str(python), 0o755)
+    probe = json.dumps({"python": "3.11", "executable": str(python), "torch": "2.13.0", "torch_gcu": None})
+    result, calls = run(
+        {"packages": ["tops-eccl", "tops-sdk"], "files": [str(env), str(tmp_path / "gone")], "python": str(python),
+         "library": "libeccl.so", "library_package": "tops-eccl", "devices": True, "efsmi_path": "/bin/true"},
+        {("dpkg-query", "-W", "--", "tops-eccl"): (1, QUERY, "dpkg-query: no packages found matching tops-sdk\n"),
+         ("dpkg-query", "-L", "--"): (0, "/usr/local/tops\n/usr/local/tops/lib/libeccl.so\n", ""),
+         ("ldconfig", "-p"): (0, LDCONFIG, ""),
+         ("python",): (0, probe + "\n", ""),
+         ("true", "-q"): (1, "", "Error: open /dev/gcuctl failed\n"),
+         ("true",): (0, efsmi_fixture("t20-summary-8card-idle.txt"), "")})
+    state = result["state"]
+    assert result["changed"] is False
+    assert state["packages"] == {
+        "tops-eccl": {"version": "2.5.136-1", "status": "installed", "want": "hold", "held": True},
+        "tops-sdk": {"version": None, "status": "not-installed", "want": "unknown", "held": False}}
+    assert state["files"][str(env)]["content"] == "export A=1\n"
+    assert state["files"][str(tmp_path / "gone")] == {"exists": False}
+    assert state["python"]["torch"] == "2.13.0" and state["python"]["error"] is None
+    assert [c["path"] for c in state["library"]["resolved"]] == ["/usr/local/tops/lib/libeccl.so"]
+    assert [c["path"] for c in state["library"]["owned"]] == ["/usr/local/tops/lib/libeccl.so"]
+    assert state["devices"]["count"] == 8 and state["devices"]["source"] == "summary"
+    assert state["devices"]["pci_count"] is None
+    assert len(calls) == 6
+
+
+def test_nothing_asked_runs_nothing(run):
+    result, calls = run({}, {})
+    assert calls == [] and result["state"] == {"packages": {}, "files": {}, "python": None, "library": None,
+                                               "devices": None}
+
+
+def test_unreadable_parts_are_data_not_failures(run, tmp_path):
+    result, dummy = run({"python": str(tmp_path / "nopython"), "devices": True, "efsmi_path": "/bin/true"},
+                        {("true", "-q"): (1, "", "no driver\n"), ("true",): (1, "", "no driver\n")})
+    assert "does not exist" in result["state"]["python"]["error"]
+    assert "rc=1: no driver" in result["state"]["devices"]["error"]
+    assert result["state"]["devices"]["count"] is None
+
+
+def test_dpkg_query_failure_fails_with_the_command(run):
+    result, dummy = run({"packages": ["tops-eccl"]}, {("dpkg-query",): (2, "", "database locked\n")})
+    assert result["failed"] and result["rc"] == 2 and "dpkg-query" in result["cmd"]
+    assert "database locked" in result["msg"]
+
+
+@pytest.mark.parametrize("args,msg", [
+    ({"files": ["relative/path"]}, "absolute"),
+    ({"library": "/usr/lib/libeccl.so"}, "file name"),
+    ({"library_package": "tops-eccl"}, "library"),
+])
+def test_bad_arguments(run, args, msg):
+    result, calls = run(args, {})
+    assert result["failed"] and msg in result["msg"] and calls == []
