@@ -44,14 +44,14 @@ class Job(object):
 
     def __init__(self, node, name, command, limit=240):
         self.node, self.dir = node, "/tmp/dist_launch-test/%s" % name
-        rc, _, err = dexec(node, "rm -rf %s && mkdir -p %s/results" % (self.dir, self.dir))
+        rc, _out, err = dexec(node, "rm -rf %s && mkdir -p %s/results" % (self.dir, self.dir))
         assert rc == 0, err
         inner = "echo $$ > %s/pgid; timeout %d %s > %s/log 2>&1; echo $? > %s/rc" % (
             self.dir, limit, command, self.dir, self.dir)
         subprocess.run(["docker", "exec", "-d", node, "setsid", "bash", "-c", inner], check=True, timeout=30)
 
     def results(self):
-        _, out, _ = dexec(self.node, "cat %s/results/*.json 2>/dev/null" % self.dir)
+        _rc, out, _err = dexec(self.node, "cat %s/results/*.json 2>/dev/null" % self.dir)
         return [json.loads(line) for line in out.splitlines() if line.strip()]
 
     def wait_results(self, count, limit):
@@ -63,7 +63,7 @@ class Job(object):
         return self.results()
 
     def rc(self):
-        rc, out, _ = dexec(self.node, "cat %s/rc 2>/dev/null" % self.dir)
+        rc, out, _err = dexec(self.node, "cat %s/rc 2>/dev/null" % self.dir)
         return int(out) if rc == 0 and out.strip() else None
 
     def wait(self, limit):
@@ -81,7 +81,7 @@ class Job(object):
         """Ends this job's own process group (if still there) and checks nothing is left."""
         dexec(self.node, "pg=$(cat %s/pgid) && kill -TERM -- -$pg 2>/dev/null; sleep 2; "
                          "kill -KILL -- -$pg 2>/dev/null; true" % self.dir)
-        rc, out, _ = dexec(self.node, "pgrep -f '[d]dp_smoke[.]py' || true")
+        _rc, out, _err = dexec(self.node, "pgrep -f '[d]dp_smoke[.]py' || true")
         assert out.strip() == "", "processes left on %s: %s" % (self.node, out)
 
 
@@ -112,9 +112,10 @@ def smoke(result_dir, extra=""):
 
 # ---------------------------------------------------------------- the role's files
 def test_node_scripts(host):
-    for name in ("launch-single.sh", "launch-platform.sh", "ddp_smoke.py", "launch_procs.py"):
+    for name, mode in (("launch-single.sh", 0o755), ("launch-platform.sh", 0o755),
+                       ("ddp_smoke.py", 0o644), ("launch_procs.py", 0o644)):
         f = host.file("%s/%s" % (LAUNCH, name))
-        assert f.exists and f.user == "root" and f.group == "root" and f.mode == 0o755, name
+        assert f.exists and f.user == "root" and f.group == "root" and f.mode == mode, name
     single = host.file(LAUNCH + "/launch-single.sh").content_string
     assert "DIST_LAUNCH_CARDS=8" in single and "DIST_LAUNCH_ENV_FILE=/etc/profile.d/topsrider.sh" in single
     out = host.run("DIST_LAUNCH_DRY_RUN=1 %s/launch-single.sh %s/ddp_smoke.py" % (LAUNCH, LAUNCH))
@@ -153,8 +154,8 @@ def test_platform_refuses_missing_rank():
 
 
 def test_platform_refuses_unreachable_master():
-    rc, _, err = dexec("dist_launch-node2", "DIST_LAUNCH_MASTER_TIMEOUT=3 WORLD_SIZE=2 RANK=1 MASTER_ADDR=127.0.0.1 "
-                       "MASTER_PORT=%d %s/launch-platform.sh %s/ddp_smoke.py" % (free_port(), LAUNCH, LAUNCH))
+    rc, _out, err = dexec("dist_launch-node2", "DIST_LAUNCH_MASTER_TIMEOUT=3 WORLD_SIZE=2 RANK=1 MASTER_ADDR=127.0.0.1 "
+                         "MASTER_PORT=%d %s/launch-platform.sh %s/ddp_smoke.py" % (free_port(), LAUNCH, LAUNCH))
     assert rc == 69 and "did not answer within 3s" in err
 
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Tiny DistributedDataParallel smoke job, installed by the gcu.topsrider
@@ -68,7 +67,7 @@ def main(argv=None):
     gen = torch.Generator().manual_seed(1000 + rank)
     target_w = torch.arange(8, dtype=torch.float32).unsqueeze(1) / 8.0
     loss = None
-    for _ in range(args.steps):
+    for _step in range(args.steps):
         x = torch.randn(32, 8, generator=gen)
         y = x @ target_w
         opt.zero_grad()

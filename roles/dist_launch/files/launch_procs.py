@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Launch check for a running distributed job, on one node (gcu.topsrider).

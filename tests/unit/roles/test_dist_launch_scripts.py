@@ -37,8 +37,8 @@ def render(tmp_path, name, overrides):
     vars_file.write_text(json.dumps(variables))
     dest = tmp_path / name
     argv = [ANSIBLE, "localhost", "-c", "local", "-i", "localhost,", "-m", "ansible.builtin.template",
-             "-a", "src=%s dest=%s mode=0755" % (os.path.join(ROLE, "templates", name + ".j2"), dest),
-             "-e", "@%s" % vars_file, "-e", "ansible_python_interpreter=%s" % sys.executable]
+            "-a", "src=%s dest=%s mode=0755" % (os.path.join(ROLE, "templates", name + ".j2"), dest),
+            "-e", "@%s" % vars_file, "-e", "ansible_python_interpreter=%s" % sys.executable]
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.minimal", ANSIBLE_DEPRECATION_WARNINGS="0")
     proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
