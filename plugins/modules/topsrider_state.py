@@ -12,7 +12,7 @@ short_description: Read what TopsRider state a node has, in one pass, for drift 
 version_added: "0.1.0"
 description:
   - Collects, in one call, everything a drift check compares with the desired state
-    (C(playbooks/drift.yml) and the filter P(gcu.topsrider.topsrider_drift_findings#filter)):
+    (C(playbooks/drift.yml) and the filter P(gcu.topsrider.topsrider_drift_findings#filter)), namely the
     installed versions and holds of Debian packages (one C(dpkg-query) call), sha256, mode,
     owner and (small UTF-8 files) content of files, the Python, torch and torch_gcu versions of
     a training interpreter (from package metadata, without importing torch), where the loader
