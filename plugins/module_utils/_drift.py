@@ -117,10 +117,9 @@ def _wheel(node, desired, actual):
     wheel = [w for w in wheels if w.get("python") == py.get("python")]
     out = []
     if not wheel:
+        have = ", ".join(sorted(w.get("python", "?") for w in wheels))
         out.append(finding(node, "wheel", "torch_gcu wheel for python %s" % py.get("python"),
-                           "a wheel in the bundle", None,
-                           "the bundle has wheels for Python %s only" % ", ".join(sorted(w.get("python", "?")
-                                                                                       for w in wheels))))
+                           "a wheel in the bundle", None, "the bundle has wheels for Python %s only" % have))
         return out
     wheel = wheel[0]
     if py.get("torch_gcu") != wheel["version"]:
@@ -277,8 +276,8 @@ def to_markdown(report):
         lines += ["Desired: " + ", ".join("%s %s" % (k, _short(desired[k])) for k in sorted(desired)), ""]
     lines += ["| node | status | findings | categories |", "| --- | --- | --- | --- |"]
     for n in report["nodes"]:
-        lines.append("| %s | %s | %d | %s |" % (_md(n["node"]), n["status"], n["findings"],
-                                               ", ".join(n["categories"]) or "-"))
+        cats = ", ".join(n["categories"]) or "-"
+        lines.append("| %s | %s | %d | %s |" % (_md(n["node"]), n["status"], n["findings"], cats))
     if report["findings"]:
         lines += ["", "## Findings", "", "| node | category | check | expected | actual |",
                   "| --- | --- | --- | --- | --- |"]
@@ -321,12 +320,13 @@ def to_junit(report):
             hits = [f for f in mine if f["category"] == check]
             if hits:
                 fail = ElementTree.SubElement(case, "failure", {
-                    "message": "; ".join("%s: expected %s, actual %s" % (f["check"], _short(f["expected"]),
-                                                                        _short(f["actual"])) for f in hits),
+                    "message": "; ".join("%s: expected %s, actual %s" % (
+                        f["check"], _short(f["expected"]), _short(f["actual"])) for f in hits),
                     "type": "drift"})
                 fail.text = "\n\n".join(
-                    "%s\n  expected: %s\n  actual:   %s%s" % (f["check"], _short(f["expected"]), _short(f["actual"]),
-                                                             ("\n" + f["detail"]) if f.get("detail") else "")
+                    "%s\n  expected: %s\n  actual:   %s%s" % (
+                        f["check"], _short(f["expected"]), _short(f["actual"]),
+                        ("\n" + f["detail"]) if f.get("detail") else "")
                     for f in hits)
                 counts["failures"] += 1
         for k, v in counts.items():
