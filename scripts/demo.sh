@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make demo: a simulated T20 fleet (sim/, clearly not real hardware) and the
 # collection's real playbooks against it over SSH: deploy, verify, upgrade,
-# rollback, with the fleet report after each.
+# rollback, drift found and repaired, with the fleet report after each.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -51,6 +51,25 @@ play upgrade-2.5.140 playbooks/deploy.yml "${common[@]}" \
 
 say "Roll the upgraded nodes back to 2.5.136 (playbooks/rollback.yml)"
 play rollback playbooks/rollback.yml --limit "t20:!t20-node-$n"
+
+drift() {  # scripts/topsrider-drift: exit 0 clean, 3 drift, 4 failed/unreachable
+  local rc=0
+  scripts/topsrider-drift --reports-dir "$reports/drift" -i "$inv" "${common[@]}" \
+    -e topsrider_bundle_dir="$bundles/2.5.136" >"$reports/drift-$1.log" 2>&1 || rc=$?
+  sed -n '1,/^## Details/p' "$reports/drift/drift-latest.md" | grep -v '^## Details'
+  echo "(drift check exit $rc; reports: $reports/drift/drift-latest.{json,md,xml,prom})"
+}
+say "Nightly drift check (scripts/topsrider-drift): the fleet is clean"
+drift clean
+
+say "Someone edits the ECCL environment on t20-node-2 by hand"
+docker exec topsrider-sim-t20-2 sed -i 's/ECCL_DEBUG=WARN/ECCL_DEBUG=INFO/' /etc/profile.d/topsrider.sh
+drift found
+sed -n '/^## Details/,$p' "$reports/drift/drift-latest.md"
+
+say "Deploy again repairs it; the next check is clean"
+play repair-drift playbooks/deploy.yml "${common[@]}" -e topsrider_bundle_dir="$bundles/2.5.136"
+drift fixed
 
 say "Fleet after the story"
 ansible-playbook -i "$inv" playbooks/fleet_info.yml | sed -n '/Print the fleet table/,/PLAY RECAP/p' | sed '$d'
