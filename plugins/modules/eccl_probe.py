@@ -345,14 +345,13 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gcu.topsrider.plugins.module_utils._children import Child, run_probe, wait_all
 from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import (
     FRAMEWORK_SCRIPT,
     LIBRARY_NAME,
@@ -374,8 +373,6 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import (
 
 ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 LEVELS = ("library", "framework", "collective")
-# After one rank fails, the others cannot finish: give them this long, then kill them.
-ABORT_GRACE_S = 5.0
 
 
 def free_port():
@@ -393,83 +390,6 @@ def child_env(environment):
     env.update({"LC_ALL": "C", "LANG": "C", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"})
     env.update(dict((k, str(v)) for k, v in environment.items()))
     return env
-
-
-class Child(object):
-    """A probe child process in its own session, output in temp files.
-
-    Popen instead of module.run_command on purpose: run_command cannot bound a
-    child by a timeout nor kill what it started, and the probes run third-party
-    code (torch, torch_gcu, ECCL) that can hang forever -- by design in the
-    collective level, where a rank that never joins is the failure being
-    looked for. Each child gets a new session (start_new_session), so it leads
-    its own process group and os.killpg() takes down anything it forked too.
-    """
-
-    def __init__(self, argv, env, workdir, name):
-        self.argv = argv
-        self.out_path = os.path.join(workdir, name + ".out")
-        self.err_path = os.path.join(workdir, name + ".err")
-        self.killed = None
-        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
-                                         cwd=workdir, close_fds=True, start_new_session=True)
-        self.pid = self.proc.pid
-
-    def running(self):
-        return self.proc.poll() is None
-
-    def kill(self, reason):
-        """Kill the child's whole process group, then reap it."""
-        if self.proc.poll() is None:
-            self.killed = reason
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-        self.proc.wait()
-
-    def output(self):
-        with open(self.out_path, "rb") as f:
-            out = f.read().decode("utf-8", "replace")
-        with open(self.err_path, "rb") as f:
-            err = f.read().decode("utf-8", "replace")
-        return self.proc.returncode, out, err
-
-
-def wait_all(children, timeout):
-    """Wait for all children until `timeout` (whole run); kill the rest. Returns timed_out."""
-    deadline = time.time() + timeout
-    abort_at = None
-    timed_out = False
-    try:
-        while any(c.running() for c in children):
-            now = time.time()
-            if abort_at is None and any(c.proc.returncode not in (None, 0) for c in children):
-                abort_at = now + ABORT_GRACE_S
-            if abort_at is not None and now >= abort_at:
-                for c in children:
-                    c.kill("aborted")
-                break
-            if now >= deadline:
-                timed_out = True
-                for c in children:
-                    c.kill("timeout")
-                break
-            time.sleep(0.1)
-    finally:
-        # Whatever happened (even an exception here), leave no child behind.
-        for c in children:
-            c.kill(c.killed or "timeout")
-    return timed_out
-
-
-def run_probe(argv, env, timeout, workdir, name):
-    """Run one probe child bounded by timeout -> (rc, stdout, stderr, timed_out)."""
-    child = Child(argv, env, workdir, name)
-    timed_out = wait_all([child], timeout)
-    rc, out, err = child.output()
-    return rc, out, err, timed_out
 
 
 def probe_failed(what, argv, rc, out, err, timed_out, timeout):

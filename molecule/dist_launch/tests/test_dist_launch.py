@@ -154,8 +154,9 @@ def test_platform_refuses_missing_rank():
 
 
 def test_platform_refuses_unreachable_master():
-    rc, _out, err = dexec("dist_launch-node2", "DIST_LAUNCH_MASTER_TIMEOUT=3 WORLD_SIZE=2 RANK=1 MASTER_ADDR=127.0.0.1 "
-                         "MASTER_PORT=%d %s/launch-platform.sh %s/ddp_smoke.py" % (free_port(), LAUNCH, LAUNCH))
+    command = ("DIST_LAUNCH_MASTER_TIMEOUT=3 WORLD_SIZE=2 RANK=1 MASTER_ADDR=127.0.0.1 "
+               "MASTER_PORT=%d %s/launch-platform.sh %s/ddp_smoke.py" % (free_port(), LAUNCH, LAUNCH))
+    rc, _out, err = dexec("dist_launch-node2", command)
     assert rc == 69 and "did not answer within 3s" in err
 
 
