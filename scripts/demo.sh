@@ -19,7 +19,9 @@ play() {
   else
     rc=$?
   fi
-  sed -n '/Report | Print it/,/PLAY RECAP/p' "$log" | sed -e '1d' -e '$d' -e 's/^ *- //' -e "s/^ *'//" -e "s/'$//" | grep -v '^ok: \[localhost\]' || true
+  # the fleet report printed by the last play, then the recap
+  sed -n '/^PLAY \[Fleet \(summary\|report\)\]/,/^PLAY RECAP/p' "$log" | sed -n '/msg:/,/^PLAY RECAP/p' \
+    | sed -e '1d' -e '$d' -e 's/^ *- //' -e "s/^ *'//" -e "s/'$//" || true
   sed -n '/PLAY RECAP/,$p' "$log"
   echo "(full output: $log, exit $rc)"
   return $rc
