@@ -161,8 +161,11 @@ def _devices(node, desired, actual):
                         None, dev["error"])]
     out = []
     expected = desired.get("expected_count")
-    if expected is None:
+    if expected in (None, ""):
         expected = dev.get("pci_count")
+    else:
+        # -e topsrider_expected_count=8 arrives as the string "8"
+        expected = int(expected)
     if expected is not None and dev.get("count") != expected:
         detail = "the driver sees %s card(s)" % dev.get("count")
         if dev.get("pci_count") is not None:

@@ -135,6 +135,15 @@ def test_count_falls_back_to_pci_when_not_expected():
     assert [(f["expected"], f["actual"]) for f in _drift.node_findings("n", desired, actual)] == [(8, 7)]
 
 
+@pytest.mark.parametrize("given", [8, "8"])
+def test_expected_count_given_as_text_compares_as_a_number(given):
+    # -e topsrider_expected_count=8 on the command line arrives as a string.
+    desired = dict(DESIRED, expected_count=given)
+    assert _drift.node_findings("n", desired, CLEAN) == []
+    found = _drift.node_findings("n", desired, tampered(("devices", "count"), 7))
+    assert [(f["check"], f["expected"], f["actual"]) for f in found] == [("card count", 8, 7)]
+
+
 def test_probe_problems_become_findings():
     actual = dict(CLEAN, probe={"healthy": False, "problems": [
         {"code": "TORCH_GCU_MISSING", "message": "torch_gcu missing", "hint": "install it"},
