@@ -10,7 +10,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gcu.topsrider.plugins.module_utils._drift import (
-    DriftError, build_report, node_findings, safe_run_id, to_junit, to_markdown, to_prometheus,
+    DriftError, build_report, deploy_pending_reasons, node_findings, safe_run_id, to_junit, to_markdown, to_prometheus,
 )
 
 
@@ -42,6 +42,12 @@ def topsrider_drift_findings(actual, node, desired):
     return _guard(node_findings, node, desired, actual)
 
 
+def topsrider_deploy_pending(findings, state, manifest, manifest_sha256, stage_path, facts_path):
+    """Why a deploy of the manifest could still change a node ([] = nothing to do)."""
+    return _guard(deploy_pending_reasons, findings, state.get("files") if isinstance(state, dict) else None,
+                  manifest, manifest_sha256, stage_path, facts_path)
+
+
 def _report(results, hosts, run_id, meta, now):
     return build_report(hosts, results, safe_run_id(run_id), now=now, meta=meta)
 
@@ -70,4 +76,5 @@ class FilterModule(object):
             "topsrider_drift_markdown": topsrider_drift_markdown,
             "topsrider_drift_junit": topsrider_drift_junit,
             "topsrider_drift_prometheus": topsrider_drift_prometheus,
+            "topsrider_deploy_pending": topsrider_deploy_pending,
         }

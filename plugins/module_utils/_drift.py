@@ -23,6 +23,7 @@ __metaclass__ = type
 
 import difflib
 import hashlib
+import json
 import re
 import time
 from xml.etree import ElementTree
@@ -208,6 +209,46 @@ def node_findings(node, desired, actual):
              + _library(node, desired, actual) + _devices(node, desired, actual) + _probe(node, actual))
     order = dict((c, i) for i, c in enumerate(CATEGORIES))
     return sorted(found, key=lambda f: (order[f["category"]], f["check"]))
+
+
+
+def _short_value(value):
+    text = "none" if value is None else str(value)
+    return text if len(text) <= 24 else text[:21] + "..."
+
+
+def deploy_pending_reasons(findings, files, manifest, manifest_sha256, stage_path, facts_path):
+    """Why deploying this manifest could still change this node; [] when it
+    would change nothing (deploy.yml's fast path). `findings` are
+    node_findings() for the release, `files` is topsrider_state's `files`
+    (it must cover facts_path and every staged file). Besides the drift
+    findings, a deploy also keeps the staged bundle (root-only copies of
+    every manifest file and the manifest itself) and the local facts that
+    name the deployed manifest."""
+    reasons = ["%s %s: expected %s, found %s" % (f["category"], f["check"], _short_value(f["expected"]),
+                                                 _short_value(f["actual"])) for f in findings]
+    facts = (files or {}).get(facts_path) or {}
+    recorded = None
+    if facts.get("exists") and facts.get("content") is not None:
+        try:
+            recorded = json.loads(facts["content"]).get("manifest_sha256")
+        except (ValueError, AttributeError):
+            recorded = None
+    if recorded != manifest_sha256:
+        reasons.append("local facts %s do not record this manifest" % facts_path)
+    wanted = [(f["file"], f["sha256"]) for f in (manifest or {}).get("files", [])]
+    wanted.append(("manifest.json", manifest_sha256))
+    for name, sha in wanted:
+        path = "%s/%s" % (stage_path.rstrip("/"), name)
+        got = (files or {}).get(path) or {}
+        if not got.get("exists"):
+            reasons.append("staged bundle: %s is missing" % path)
+        elif got.get("sha256") != sha:
+            reasons.append("staged bundle: %s differs from the manifest" % path)
+        elif (got.get("mode"), got.get("owner"), got.get("group")) != ("0600", "root", "root"):
+            reasons.append("staged bundle: %s is %s %s:%s, not 0600 root:root" % (
+                path, got.get("mode"), got.get("owner"), got.get("group")))
+    return reasons
 
 
 # ----------------------------------------------------------------- report --

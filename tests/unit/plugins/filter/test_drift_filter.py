@@ -9,8 +9,8 @@ from ansible_collections.gcu.topsrider.plugins.filter import drift
 
 def test_filters_are_registered():
     assert sorted(drift.FilterModule().filters()) == [
-        "topsrider_drift_findings", "topsrider_drift_junit", "topsrider_drift_markdown",
-        "topsrider_drift_prometheus", "topsrider_drift_report"]
+        "topsrider_deploy_pending", "topsrider_drift_findings", "topsrider_drift_junit",
+        "topsrider_drift_markdown", "topsrider_drift_prometheus", "topsrider_drift_report"]
 
 
 def test_report_pipeline():
@@ -33,3 +33,13 @@ def test_report_pipeline():
 def test_errors_are_filter_errors(call):
     with pytest.raises(AnsibleFilterError):
         call()
+
+
+def test_deploy_pending_reads_the_files_of_the_state():
+    manifest = {"files": [{"file": "a.deb", "sha256": "aa"}]}
+    state = {"files": {
+        "/etc/ansible/facts.d/topsrider.fact": {"exists": True, "content": '{"manifest_sha256": "mm"}'},
+        "/c/2/a.deb": {"exists": True, "sha256": "aa", "mode": "0600", "owner": "root", "group": "root"},
+        "/c/2/manifest.json": {"exists": True, "sha256": "mm", "mode": "0600", "owner": "root", "group": "root"}}}
+    assert drift.topsrider_deploy_pending([], state, manifest, "mm", "/c/2", "/etc/ansible/facts.d/topsrider.fact") == []
+    assert drift.topsrider_deploy_pending([], {}, manifest, "mm", "/c/2", "/f") != []

@@ -260,3 +260,72 @@ def test_run_id_must_be_a_safe_file_name(run_id, ok):
 def test_unknown_category_is_refused():
     with pytest.raises(_drift.DriftError):
         _drift.finding("n", "mood", "c", 1, 2)
+
+
+# ------------------------------------------------- deploy's fast path --
+
+FACTS = "/etc/ansible/facts.d/topsrider.fact"
+STAGE = "/var/cache/topsrider/2.5.136"
+PENDING_MANIFEST = {"version": "2.5.136", "files": [
+    {"file": "tops-sdk_2.5.136-1_amd64.deb", "sha256": "11" * 32},
+    {"file": "torch_gcu-2.13.0+2.5.136-cp311-cp311-linux_x86_64.whl", "sha256": "22" * 32}]}
+MANIFEST_SHA = "33" * 32
+
+
+def _staged(sha=None, mode="0600", owner="root"):
+    return {"exists": True, "sha256": sha, "mode": mode, "owner": owner, "group": "root"}
+
+
+def _converged_files():
+    files = {FACTS: {"exists": True, "content": json.dumps({"version": "2.5.136", "manifest_sha256": MANIFEST_SHA})},
+             STAGE + "/manifest.json": _staged(MANIFEST_SHA)}
+    for f in PENDING_MANIFEST["files"]:
+        files[STAGE + "/" + f["file"]] = _staged(f["sha256"])
+    return files
+
+
+def _pending(findings=(), files=None):
+    return _drift.deploy_pending_reasons(list(findings), _converged_files() if files is None else files,
+                                  PENDING_MANIFEST, MANIFEST_SHA, STAGE, FACTS)
+
+
+def test_pending_nothing_when_everything_is_in_place():
+    assert _pending() == []
+
+
+def test_pending_every_drift_finding_is_a_reason():
+    reasons = _pending([_drift.finding("n1", "env", "/etc/profile.d/topsrider.sh", "sha256:" + "a" * 64, "missing")])
+    assert len(reasons) == 1 and reasons[0].startswith("env /etc/profile.d/topsrider.sh: expected sha256:aaa")
+
+
+@pytest.mark.parametrize("facts, why", [
+    (None, "do not record this manifest"),
+    ({"exists": True, "content": "{not json"}, "do not record this manifest"),
+    ({"exists": True, "content": json.dumps({"manifest_sha256": "44" * 32})}, "do not record this manifest"),
+    ({"exists": True, "content": None}, "do not record this manifest"),
+    ({"exists": True, "content": "[1, 2]"}, "do not record this manifest"),
+])
+def test_pending_when_the_local_facts_name_another_release(facts, why):
+    files = _converged_files()
+    if facts is None:
+        del files[FACTS]
+    else:
+        files[FACTS] = facts
+    reasons = _pending(files=files)
+    assert len(reasons) == 1 and why in reasons[0]
+
+
+@pytest.mark.parametrize("change, why", [
+    (lambda f: f.pop(STAGE + "/manifest.json"), "manifest.json is missing"),
+    (lambda f: f.update({STAGE + "/manifest.json": _staged("55" * 32)}), "manifest.json differs"),
+    (lambda f: f.update({STAGE + "/tops-sdk_2.5.136-1_amd64.deb": _staged("00" * 32)}), "amd64.deb differs"),
+    (lambda f: f.update({STAGE + "/tops-sdk_2.5.136-1_amd64.deb": _staged("11" * 32, mode="0644")}),
+     "is 0644 root:root, not 0600"),
+    (lambda f: f.update({STAGE + "/tops-sdk_2.5.136-1_amd64.deb": _staged("11" * 32, owner="nobody")}),
+     "is 0600 nobody:root"),
+])
+def test_pending_when_the_staged_bundle_is_not_complete(change, why):
+    files = _converged_files()
+    change(files)
+    reasons = _pending(files=files)
+    assert len(reasons) == 1 and why in reasons[0], reasons
