@@ -76,3 +76,16 @@ build: venv
 
 clean: fleet-down
 	rm -rf .cache/collections .cache/dist reports .sim
+
+# ---- performance (issue 9) ---------------------------------------------------
+# make bench: fleets of 1, 4 and 16 simulated nodes (its own names and ports),
+# results in docs/performance.json and docs/performance.md; BENCH_ARGS e.g.
+# "--sizes 1 --rounds 1" or "--strategy mitogen". make perf-check: the
+# no-change re-run must change nothing and re-send no bundle bytes.
+.PHONY: bench perf-check
+BENCH_ARGS ?=
+bench: setup
+	$(VENV)/bin/python scripts/bench/bench.py $(BENCH_ARGS)
+
+perf-check: setup
+	$(VENV)/bin/python scripts/bench/bench.py --perf-check
