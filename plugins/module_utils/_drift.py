@@ -211,7 +211,6 @@ def node_findings(node, desired, actual):
     return sorted(found, key=lambda f: (order[f["category"]], f["check"]))
 
 
-
 def _short_value(value):
     text = "none" if value is None else str(value)
     return text if len(text) <= 24 else text[:21] + "..."
