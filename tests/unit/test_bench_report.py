@@ -1,0 +1,255 @@
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""scripts/bench/bench.py, the parts that need no fleet: the iptables listing,
+medians and ratios, the table, the goals, the perf check's verdict."""
+import importlib.util
+import os
+
+import pytest
+
+from conftest import TOP
+
+
+def load_bench():
+    spec = importlib.util.spec_from_file_location("bench", os.path.join(TOP, "scripts", "bench", "bench.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = load_bench()
+
+LISTING = """Chain TOPSRIDER_BENCH (1 references)
+    pkts      bytes target     prot opt in     out     source               destination
+     412   170412            6    --  *      lo      0.0.0.0/0            0.0.0.0/0            tcp dpts:22401:22464
+"""
+
+
+# ---- iptables -------------------------------------------------------------------
+def test_iptables_listing_is_read():
+    assert bench.parse_iptables(LISTING) == {"packets": 412, "bytes": 170412}
+
+
+def test_iptables_rules_are_summed_and_an_empty_chain_is_zero():
+    two = LISTING + "       3      180            6    --  *      lo      0.0.0.0/0            0.0.0.0/0\n"
+    assert bench.parse_iptables(two) == {"packets": 415, "bytes": 170592}
+    assert bench.parse_iptables("\n".join(LISTING.splitlines()[:2])) == {"packets": 0, "bytes": 0}
+
+
+@pytest.mark.parametrize("text", [
+    "",
+    "iptables: No chain/target/match by that name.\n",
+    LISTING.replace("170412", "170K"),          # -x missing: abbreviated numbers
+    "Chain X (0 references)\n target prot opt source destination\n",   # -v missing
+])
+def test_iptables_output_not_understood_is_none(text):
+    assert bench.parse_iptables(text) is None
+
+
+# ---- medians, ratios ---------------------------------------------------------------
+def test_spread():
+    assert bench.spread([3.0, 1.0, 2.0]) == {"median": 2.0, "min": 1.0, "max": 3.0, "n": 3}
+    assert bench.spread([4, 1, 2, 3]) == {"median": 2.5, "min": 1, "max": 4, "n": 4}
+    assert bench.spread([5, 1, 3])["median"] == 3 and isinstance(bench.spread([5, 1, 3])["median"], int)
+    assert bench.spread([None, 2, None]) == {"median": 2, "min": 2, "max": 2, "n": 1}
+    assert bench.spread([None]) is None and bench.spread([]) is None
+
+
+def run(size, op, wall, rnd=1, recorded=True, **kw):
+    record = {"size": size, "op": op, "round": rnd, "recorded": recorded, "wall_s": wall, "cpu_s": wall / 2,
+              "tasks_max": 10, "tasks_mean": 10.0, "changed": 0, "bundle_bytes_sent": 0, "net_bytes": 1000}
+    record.update(kw)
+    return record
+
+
+def test_summarize_medians_and_ratio_to_the_floor_of_the_same_size():
+    runs = [run(1, "floor", w, r) for r, w in enumerate((2.0, 1.0, 3.0), 1)]
+    runs += [run(1, "rerun", w, r, tasks_max=t) for r, (w, t) in enumerate(((10.0, 20), (14.0, 22), (12.0, 21)), 1)]
+    runs += [run(4, "floor", 4.0), run(4, "rerun", 10.0)]
+    runs += [run(4, "fresh", 99.0, recorded=False)]        # a prerequisite: not in the results
+    res = bench.summarize(runs)
+    assert list(res) == ["1", "4"]
+    assert res["1"]["floor"]["wall_s"]["median"] == 2.0 and res["1"]["floor"]["ratio_to_floor"] == 1.0
+    assert res["1"]["rerun"]["wall_s"] == {"median": 12.0, "min": 10.0, "max": 14.0, "n": 3}
+    assert res["1"]["rerun"]["ratio_to_floor"] == 6.0
+    assert res["1"]["rerun"]["tasks_max"]["max"] == 22 and res["1"]["rerun"]["rounds"] == 3
+    assert res["4"]["rerun"]["ratio_to_floor"] == 2.5
+    assert "fresh" not in res["4"]
+
+
+def test_summarize_orders_sizes_numerically_and_ops_as_run():
+    res = bench.summarize([run(16, "rollback", 1.0), run(16, "floor", 1.0), run(4, "floor", 1.0)])
+    assert list(res) == ["4", "16"] and list(res["16"]) == ["floor", "rollback"]
+
+
+def test_no_floor_no_ratio_and_missing_net_bytes():
+    res = bench.summarize([run(1, "drift", 5.0, net_bytes=None)])
+    assert res["1"]["drift"]["ratio_to_floor"] is None and res["1"]["drift"]["net_bytes"] is None
+
+
+def test_stats_metrics_from_the_callback_file():
+    doc = {"hosts": {"a": {"tasks": 10, "changed": 1, "bundle_bytes_sent": 5, "changed_tasks": ["X"]},
+                     "b": {"tasks": 13, "changed": 0, "bundle_bytes_sent": 7, "changed_tasks": []}}}
+    m = bench.stats_metrics(doc)
+    assert m["tasks_max"] == 13 and m["tasks_mean"] == 11.5 and m["changed"] == 1
+    assert m["bundle_bytes_sent"] == 12 and m["changed_tasks"] == {"a": ["X"]} and m["hosts"] == 2
+    empty = bench.stats_metrics(None)
+    assert empty["hosts"] == 0 and empty["tasks_max"] is None and empty["bundle_bytes_sent"] is None
+
+
+def test_plan_brings_prerequisites_unrecorded():
+    assert bench.plan(list(bench.OPS)) == [(op, True) for op in bench.OPS]
+    assert bench.plan(["rerun"]) == [("fresh", False), ("rerun", True)]
+    assert bench.plan(["drift", "floor"]) == [("floor", True), ("fresh", False), ("upgrade", False),
+                                              ("drift", True)]
+
+
+# ---- the goals -------------------------------------------------------------------------
+def full_results(rerun_wall=8.0, rerun_tasks=15, rerun_bytes=0, drift_wall=4.0, fresh1=30.0, fresh16=60.0):
+    runs = []
+    for size, fresh in ((1, fresh1), (16, fresh16)):
+        runs += [run(size, "floor", 1.0), run(size, "fresh", fresh),
+                 run(size, "rerun", rerun_wall, tasks_max=rerun_tasks, tasks_mean=float(rerun_tasks),
+                     bundle_bytes_sent=rerun_bytes),
+                 run(size, "drift", drift_wall)]
+    return bench.summarize(runs)
+
+
+def goals_by_id(results):
+    return {g["id"]: g for g in bench.check_goals(results)}
+
+
+def test_goals_met():
+    goals = goals_by_id(full_results())
+    assert all(g["ok"] for g in goals.values()) and all(g["size"] == 16 for g in goals.values())
+    assert goals["fresh_scaling"]["value"] == 2.0
+    assert goals["fresh_scaling"]["goal"] == "fresh deploy of 16 <= 3x fresh deploy of 1"
+
+
+@pytest.mark.parametrize("kw,missed", [
+    ({"rerun_wall": 8.5}, "rerun_vs_floor"),
+    ({"rerun_tasks": 21}, "rerun_tasks"),
+    ({"rerun_bytes": 1}, "rerun_bundle_bytes"),
+    ({"drift_wall": 5.1}, "drift_vs_floor"),
+    ({"fresh16": 91.0}, "fresh_scaling"),
+])
+def test_each_goal_can_be_missed(kw, missed):
+    goals = goals_by_id(full_results(**kw))
+    assert [gid for gid, g in goals.items() if not g["ok"]] == [missed]
+
+
+def test_goals_at_the_limit_are_met():
+    goals = goals_by_id(full_results(rerun_wall=8.0, rerun_tasks=20, drift_wall=5.0, fresh16=90.0))
+    assert all(g["ok"] for g in goals.values())
+
+
+def test_bytes_in_any_round_miss_the_goal():
+    runs = [run(1, "floor", 1.0)] + [run(1, "rerun", 2.0, r, bundle_bytes_sent=b) for r, b in ((1, 0), (2, 0), (3, 9))]
+    assert goals_by_id(bench.summarize(runs))["rerun_bundle_bytes"]["ok"] is False
+
+
+def test_goals_not_measured():
+    goals = goals_by_id(bench.summarize([run(1, "floor", 1.0)]))
+    assert all(g["ok"] is None for g in goals.values())
+    assert "needs two sizes" in goals["fresh_scaling"]["goal"]
+    assert bench.check_goals({}) == []
+    assert "[n/a ]" in bench.format_goals(list(goals.values()))
+
+
+# ---- the table --------------------------------------------------------------------
+DOC = {
+    "machine": {"date": "2026-11-22 06:00 UTC", "hostname": "vm", "nproc": 2, "cpu_model": "AMD EPYC",
+                "memory_gib": 23.5, "kernel": "6.1", "python": "3.11.7", "ansible_core": "2.19.14",
+                "git_commit": "0123456789abcdef", "git_dirty": True},
+    "params": {"rounds": 3, "strategy": "linear"},
+}
+
+
+def test_render_table():
+    doc = dict(DOC, results=full_results(), goals=bench.check_goals(full_results()))
+    text = bench.render_table(doc)
+    lines = text.splitlines()
+    assert "2 cores (AMD EPYC)" in lines[0] and "ansible-core 2.19.14" in lines[0]
+    assert "commit 0123456789ab (with uncommitted changes)" in lines[0] and "3 round(s)" in lines[0]
+    rows = [line for line in lines if line.startswith("| 16 |")]
+    assert [r.split(" | ")[1] for r in rows] == ["floor (1 ping, no facts)", "fresh deploy 2.5.136",
+                                                 "no-change re-run", "drift check"]
+    rerun = [r for r in rows if "no-change" in r][0]
+    assert rerun == "| 16 | no-change re-run | 8.0 (8.0-8.0) | 8.0 | 15 | 0 | 0 B | 1000 B | 4.0 |"
+    assert "| fresh deploy of 16 <= 3x fresh deploy of 1 | 2.00 | yes |" in lines
+    assert text.endswith("\n")
+
+
+def test_render_table_marks_missing_numbers_and_iptables_note():
+    doc = dict(DOC, results=bench.summarize([run(1, "floor", 1.0, net_bytes=None, tasks_mean=1.0, tasks_max=1)]),
+               goals=[], iptables_note="not measured (iptables accounting did not work here: x)")
+    text = bench.render_table(doc)
+    assert "Bytes to nodes: not measured" in text
+    assert "| 1 | floor (1 ping, no facts) | 1.0 (1.0-1.0) | 1.0 | 1 | 0 | 0 B | n/a | 0.5 |" in text
+    assert "goal (issue 9)" not in text
+
+
+def test_tasks_mean_shown_when_nodes_differ():
+    res = bench.summarize([run(4, "fresh", 10.0, tasks_max=90, tasks_mean=87.5)])
+    text = bench.render_table(dict(DOC, results=res, goals=[]))
+    assert "| 90 (mean 87.5) |" in text
+
+
+@pytest.mark.parametrize("value,text", [(None, "n/a"), (0, "0 B"), (1023, "1023 B"), (1536, "1.5 KiB"),
+                                        (5 * 1024 * 1024, "5.0 MiB"), (3 * 1024 ** 4, "3072.0 GiB")])
+def test_human_bytes(value, text):
+    assert bench.human_bytes(value) == text
+
+
+def test_replace_section_keeps_the_prose_around_it():
+    text = "# Performance\n\nprose before\n\n<!-- bench:begin -->\nold table\n<!-- bench:end -->\n\nprose after\n"
+    out = bench.replace_section(text, "<!-- bench:begin -->", "<!-- bench:end -->", "new table\n")
+    assert out == "# Performance\n\nprose before\n\n<!-- bench:begin -->\nnew table\n<!-- bench:end -->\n\nprose after\n"
+    assert bench.replace_section(out, "<!-- bench:begin -->", "<!-- bench:end -->", "new table") == out
+
+
+def test_replace_section_appends_when_the_markers_are_missing():
+    out = bench.replace_section("# Performance\nprose", "<!-- bench-mitogen:begin -->", "<!-- bench-mitogen:end -->",
+                                "mitogen table\n")
+    assert out == ("# Performance\nprose\n\n<!-- bench-mitogen:begin -->\nmitogen table\n"
+                   "<!-- bench-mitogen:end -->\n")
+    both = bench.replace_section(out, "<!-- bench:begin -->", "<!-- bench:end -->", "t\n")
+    assert both.count("mitogen table") == 1 and both.endswith("<!-- bench:begin -->\nt\n<!-- bench:end -->\n")
+
+
+def test_write_outputs_creates_the_markdown_with_a_header(tmp_path):
+    doc = dict(DOC, results=full_results(), goals=[])
+    md = tmp_path / "performance.md"
+    bench.write_outputs(doc, str(tmp_path / "p.json"), str(md), "linear")
+    text = md.read_text()
+    assert text.startswith("# Performance\n") and text.count("<!-- bench:begin -->") == 1
+    md.write_text(text.replace("# Performance\n", "# Performance\n\nThe lead's prose.\n"))
+    bench.write_outputs(doc, str(tmp_path / "p.json"), str(md), "linear")
+    assert "The lead's prose." in md.read_text() and md.read_text().count("| 16 | floor") == 1
+
+
+# ---- the perf check's verdict ---------------------------------------------------
+FRESH = {"hosts": 1, "changed": 40, "bundle_bytes_sent": 123456, "changed_tasks": {"t20-node-1": ["a"]}}
+CLEAN = {"hosts": 1, "changed": 0, "bundle_bytes_sent": 0, "changed_tasks": {}}
+
+
+def test_perf_verdict_passes_a_real_no_change():
+    assert bench.perf_verdict(FRESH, CLEAN) == []
+
+
+def test_perf_verdict_names_the_changed_task_and_host():
+    rerun = dict(CLEAN, changed=1, changed_tasks={"t20-node-1": ["Write the ECCL environment"]})
+    assert bench.perf_verdict(FRESH, rerun) == [
+        "no-change re-run: 'Write the ECCL environment' reported changed on t20-node-1"]
+
+
+def test_perf_verdict_resent_bytes():
+    problems = bench.perf_verdict(FRESH, dict(CLEAN, bundle_bytes_sent=4096))
+    assert problems == ["no-change re-run re-sent 4096 bundle bytes"]
+
+
+def test_perf_verdict_a_measurement_that_cannot_see_a_transfer_fails():
+    problems = bench.perf_verdict(dict(FRESH, bundle_bytes_sent=0), CLEAN)
+    assert len(problems) == 1 and "fresh deploy sent 0 bundle bytes" in problems[0]
+    problems = bench.perf_verdict({"hosts": 0}, {"hosts": 0})
+    assert len(problems) == 2 and all("callback not loaded" in p for p in problems)
