@@ -5,8 +5,10 @@ the bundle bytes a run really sent, as JSON (controller side, not collection
 content: scripts/ is build_ignore'd).
 
 Enable with
-  ANSIBLE_CALLBACK_PLUGINS=scripts/bench ANSIBLE_CALLBACKS_ENABLED=bench_stats
+  ANSIBLE_CALLBACK_PLUGINS=<a directory with only this file> ANSIBLE_CALLBACKS_ENABLED=bench_stats
   BENCH_STATS_FILE=/path/out.json BENCH_BUNDLE_ROOT=/work/main/.cache/bundles
+(bench.py links it into .cache/bench/callback_plugins/; ANSIBLE_CALLBACK_PLUGINS=scripts/bench
+works too, but ansible then also imports bench.py as a callback and warns.)
 The stdout callback stays whatever ansible.cfg says.
 
 Per host (every result is counted once per task, a loop counts once):
