@@ -1,0 +1,40 @@
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""playbooks/files/write_reports.py: the run's report files, written in one process."""
+import json
+import os
+import stat
+import subprocess
+import sys
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "playbooks", "files", "write_reports.py")
+
+
+def run(payload):
+    return subprocess.run([sys.executable, SCRIPT], input=json.dumps(payload), text=True,
+                          capture_output=True, check=False)
+
+
+def test_writes_every_file_whole_with_mode_0644(tmp_path):
+    old = tmp_path / "drift-latest.json"
+    old.write_text("old")
+    files = [[str(tmp_path / "drift-1.json"), "{}\n"], [str(old), "new\n"], [str(tmp_path / "d.md"), "# ü\n"]]
+    done = run(files)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["written"] == [f[0] for f in files]
+    for path, content in files:
+        assert open(path, encoding="utf-8").read() == content
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
+    assert sorted(os.listdir(str(tmp_path))) == ["d.md", "drift-1.json", "drift-latest.json"]
+
+
+def test_refuses_what_is_not_a_list_of_path_and_text(tmp_path):
+    done = run([[str(tmp_path / "a.json"), {"not": "text"}]])
+    assert done.returncode != 0 and "want [[path, text]" in done.stderr
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_a_missing_directory_fails_and_leaves_nothing(tmp_path):
+    done = run([[str(tmp_path / "nodir" / "a.json"), "x"]])
+    assert done.returncode != 0
+    assert os.listdir(str(tmp_path)) == []
