@@ -22,6 +22,7 @@ help:
 	@echo "make demo   simulated T20 fleet + the real playbooks against it"
 	@echo "make test   lint, sanity, units, molecule (sets everything up first)"
 	@echo "make setup  only the set-up (venv, docker engine, sim image, bundles)"
+	@echo "make bench  fleets of 1, 4 and 16 nodes: what each playbook costs (docs/performance.md)"
 
 # ---- set-up -----------------------------------------------------------------
 venv: $(VENV)/.stamp
@@ -46,7 +47,7 @@ collection-link:
 setup: venv docker sim-image bundles collection-link
 
 # ---- tests ------------------------------------------------------------------
-test: setup lint sanity units molecule
+test: setup lint sanity units molecule perf-check
 	@echo "make test: all passed"
 
 lint: venv collection-link
