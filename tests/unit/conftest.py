@@ -14,3 +14,12 @@ if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
 
 FIXTURES = os.path.join(TOP, "tests", "unit", "fixtures")
+
+
+def load_script(relpath, name):
+    """Import a controller script that is not a package module (scripts/bench/*.py)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, os.path.join(TOP, relpath))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

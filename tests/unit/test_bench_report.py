@@ -2,22 +2,13 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """scripts/bench/bench.py, the parts that need no fleet: the iptables listing,
 medians and ratios, the table, the goals, the perf check's verdict."""
-import importlib.util
-import os
 
 import pytest
 
-from conftest import TOP
+from conftest import load_script
 
 
-def load_bench():
-    spec = importlib.util.spec_from_file_location("bench", os.path.join(TOP, "scripts", "bench", "bench.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = load_bench()
+bench = load_script("scripts/bench/bench.py", "bench")
 
 LISTING = """Chain TOPSRIDER_BENCH (1 references)
     pkts      bytes target     prot opt in     out     source               destination

@@ -2,25 +2,17 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """scripts/bench/bench_stats.py: the callback of make bench and the perf check,
 fed with stand-in result objects shaped like ansible-core 2.19's."""
-import importlib.util
 import json
 import os
 
 import pytest
 
-from conftest import TOP
+from conftest import load_script
 
 ROOT = "/srv/bundles"
 
 
-def load_callback():
-    spec = importlib.util.spec_from_file_location("bench_stats", os.path.join(TOP, "scripts", "bench", "bench_stats.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench_stats = load_callback()
+bench_stats = load_script("scripts/bench/bench_stats.py", "bench_stats")
 
 
 class FakeHost:
