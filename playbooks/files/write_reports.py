@@ -3,7 +3,9 @@
 """Write a run's report files on the controller in one process.
 
 stdin: JSON [[path, content], ...]. Each file is written next to itself and
-renamed into place (a reader never sees half a report), mode 0644. One call
+renamed into place (a reader never sees half a report), mode 0644, ending
+with a newline (added when the text has none: a Jinja '\\n' inside a YAML
+block scalar arrives as two characters, so callers do not append one). One call
 instead of a copy-module run per file: the reports of a 16-node drift check
 took longer to write than the check itself.
 """
@@ -18,7 +20,7 @@ def write(path, content):
     fd, tmp = tempfile.mkstemp(prefix=".report-", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(content)
+            f.write(content if content.endswith("\n") else content + "\n")
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:

@@ -38,3 +38,13 @@ def test_a_missing_directory_fails_and_leaves_nothing(tmp_path):
     done = run([[str(tmp_path / "nodir" / "a.json"), "x"]])
     assert done.returncode != 0
     assert os.listdir(str(tmp_path)) == []
+
+
+def test_every_file_ends_with_one_newline(tmp_path):
+    # tasks/report.yml passes to_nice_json output, which has no final newline.
+    files = [[str(tmp_path / "a.json"), '{\n    "a": 1\n}'], [str(tmp_path / "b.json"), "{}\n"]]
+    done = run(files)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "a.json").read_text()) == {"a": 1}
+    assert (tmp_path / "a.json").read_text().endswith("}\n")
+    assert (tmp_path / "b.json").read_text() == "{}\n"
