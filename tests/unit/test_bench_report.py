@@ -48,6 +48,7 @@ def test_spread():
 
 def run(size, op, wall, rnd=1, recorded=True, **kw):
     record = {"size": size, "op": op, "round": rnd, "recorded": recorded, "wall_s": wall, "cpu_s": wall / 2,
+              "node_cpu_s": wall / 4, "cpu_bound_s": bench.cpu_bound_s(wall / 2, wall / 4, 2),
               "tasks_max": 10, "tasks_mean": 10.0, "changed": 0, "bundle_bytes_sent": 0, "net_bytes": 1000}
     record.update(kw)
     return record
@@ -114,6 +115,7 @@ def test_goals_met():
     goals = goals_by_id(full_results())
     assert all(g["ok"] for g in goals.values()) and all(g["size"] == 16 for g in goals.values())
     assert goals["fresh_scaling"]["value"] == 2.0
+    assert goals["fresh_scaling"]["cpu_bound_ratio"] == 0.75
     assert goals["fresh_scaling"]["goal"] == "fresh deploy of 16 <= 3x fresh deploy of 1"
 
 
@@ -137,6 +139,14 @@ def test_goals_at_the_limit_are_met():
 def test_bytes_in_any_round_miss_the_goal():
     runs = [run(1, "floor", 1.0)] + [run(1, "rerun", 2.0, r, bundle_bytes_sent=b) for r, b in ((1, 0), (2, 0), (3, 9))]
     assert goals_by_id(bench.summarize(runs))["rerun_bundle_bytes"]["ok"] is False
+
+
+def test_no_cpu_bound_without_node_cpu():
+    runs = [run(1, "fresh", 30.0), run(16, "fresh", 90.0, node_cpu_s=None, cpu_bound_s=None)]
+    goals = goals_by_id(bench.summarize(runs))
+    assert goals["fresh_scaling"]["value"] == 3.0 and goals["fresh_scaling"]["cpu_bound_ratio"] is None
+    assert "Fresh-deploy scaling" not in bench.render_table(dict(DOC, results=bench.summarize(runs),
+                                                                 goals=list(goals.values())))
 
 
 def test_goals_not_measured():
@@ -166,8 +176,11 @@ def test_render_table():
     assert [r.split(" | ")[1] for r in rows] == ["floor (1 ping, no facts)", "fresh deploy 2.5.136",
                                                  "no-change re-run", "drift check"]
     rerun = [r for r in rows if "no-change" in r][0]
-    assert rerun == "| 16 | no-change re-run | 8.0 (8.0-8.0) | 8.0 | 15 | 0 | 0 B | 1000 B | 4.0 |"
+    assert rerun == "| 16 | no-change re-run | 8.0 (8.0-8.0) | 8.0 | 15 | 0 | 0 B | 1000 B | 4.0 | 2.0 | 3.0 |"
     assert "| fresh deploy of 16 <= 3x fresh deploy of 1 | 2.00 | yes |" in lines
+    # fresh16 60 s: controller 30 + nodes 15 CPU s on 2 cores = 22.5 s, 0.75x the 1-node wall of 30 s
+    assert any(line.startswith("Fresh-deploy scaling on 2 cores: the 16-node fresh deploy used CPU time for 22.5 s")
+               and "0.75x the 1-node" in line for line in lines)
     assert text.endswith("\n")
 
 
@@ -176,7 +189,7 @@ def test_render_table_marks_missing_numbers_and_iptables_note():
                goals=[], iptables_note="not measured (iptables accounting did not work here: x)")
     text = bench.render_table(doc)
     assert "Bytes to nodes: not measured" in text
-    assert "| 1 | floor (1 ping, no facts) | 1.0 (1.0-1.0) | 1.0 | 1 | 0 | 0 B | n/a | 0.5 |" in text
+    assert "| 1 | floor (1 ping, no facts) | 1.0 (1.0-1.0) | 1.0 | 1 | 0 | 0 B | n/a | 0.5 | 0.2 | 0.4 |" in text
     assert "goal (issue 9)" not in text
 
 
@@ -224,23 +237,63 @@ FRESH = {"hosts": 1, "changed": 40, "bundle_bytes_sent": 123456, "changed_tasks"
 CLEAN = {"hosts": 1, "changed": 0, "bundle_bytes_sent": 0, "changed_tasks": {}}
 
 
+FULL = "no-change re-run with the fast path off"
+
+
+def reruns(fast=None, full=None):
+    return [("no-change re-run", fast or CLEAN), (FULL, full or CLEAN)]
+
+
 def test_perf_verdict_passes_a_real_no_change():
-    assert bench.perf_verdict(FRESH, CLEAN) == []
+    assert bench.perf_verdict(FRESH, reruns()) == []
 
 
 def test_perf_verdict_names_the_changed_task_and_host():
     rerun = dict(CLEAN, changed=1, changed_tasks={"t20-node-1": ["Write the ECCL environment"]})
-    assert bench.perf_verdict(FRESH, rerun) == [
+    assert bench.perf_verdict(FRESH, reruns(fast=rerun)) == [
         "no-change re-run: 'Write the ECCL environment' reported changed on t20-node-1"]
+    assert bench.perf_verdict(FRESH, reruns(full=rerun)) == [
+        FULL + ": 'Write the ECCL environment' reported changed on t20-node-1"]
 
 
 def test_perf_verdict_resent_bytes():
-    problems = bench.perf_verdict(FRESH, dict(CLEAN, bundle_bytes_sent=4096))
+    problems = bench.perf_verdict(FRESH, reruns(fast=dict(CLEAN, bundle_bytes_sent=4096)))
     assert problems == ["no-change re-run re-sent 4096 bundle bytes"]
+    problems = bench.perf_verdict(FRESH, reruns(full=dict(CLEAN, bundle_bytes_sent=10)))
+    assert problems == [FULL + " re-sent 10 bundle bytes"]
 
 
 def test_perf_verdict_a_measurement_that_cannot_see_a_transfer_fails():
-    problems = bench.perf_verdict(dict(FRESH, bundle_bytes_sent=0), CLEAN)
+    problems = bench.perf_verdict(dict(FRESH, bundle_bytes_sent=0), reruns())
     assert len(problems) == 1 and "fresh deploy sent 0 bundle bytes" in problems[0]
-    problems = bench.perf_verdict({"hosts": 0}, {"hosts": 0})
-    assert len(problems) == 2 and all("callback not loaded" in p for p in problems)
+    problems = bench.perf_verdict({"hosts": 0}, reruns({"hosts": 0}, {"hosts": 0}))
+    assert len(problems) == 3 and all("callback not loaded" in p for p in problems)
+
+
+# ---- CPU the nodes used -------------------------------------------------------------
+def test_cgroup_cpu_files_are_read():
+    assert bench.parse_cgroup_cpu("cpuacct.usage", "2500000000\n") == 2.5
+    assert bench.parse_cgroup_cpu("cpu.stat", "usage_usec 1500000\nuser_usec 1000000\n") == 1.5
+    assert bench.parse_cgroup_cpu("cpu.stat", "user_usec 1\n") is None
+    assert bench.parse_cgroup_cpu("cpuacct.usage", "max\n") is None
+    assert bench.parse_cgroup_cpu("memory.current", "1\n") is None
+
+
+@pytest.mark.parametrize("rel,name,text", [
+    ("cpuacct/docker/{cid}", "cpuacct.usage", "3000000000"),                 # cgroup v1, cgroupfs driver
+    ("cpuacct/system.slice/docker-{cid}.scope", "cpuacct.usage", "3000000000"),   # v1, systemd driver
+    ("system.slice/docker-{cid}.scope", "cpu.stat", "usage_usec 3000000\n"),  # v2, systemd driver
+    ("docker/{cid}", "cpu.stat", "usage_usec 3000000\n"),                    # v2, cgroupfs driver
+])
+def test_container_cpu_from_each_cgroup_layout(tmp_path, rel, name, text):
+    cid = "ab" * 32
+    folder = tmp_path / rel.format(cid=cid)
+    folder.mkdir(parents=True)
+    (folder / name).write_text(text)
+    assert bench.container_cpu_s(cid, str(tmp_path)) == 3.0
+    assert bench.container_cpu_s("cd" * 32, str(tmp_path)) is None
+
+
+def test_cpu_bound():
+    assert bench.cpu_bound_s(148.0, 52.0, 2) == 100.0
+    assert bench.cpu_bound_s(148.0, None, 2) is None and bench.cpu_bound_s(1.0, 1.0, 0) is None
