@@ -600,8 +600,8 @@ def base_env(strategy, mitogen_dir):
     if strategy == "mitogen":
         strategy_dir = os.path.join(mitogen_dir, "ansible_mitogen", "plugins", "strategy")
         if not os.path.isdir(strategy_dir):
-            raise BenchError("no Mitogen at %s: '.venv/bin/pip install --target %s --no-deps mitogen==0.3.54' "
-                             "(not part of the requirements)" % (mitogen_dir, mitogen_dir))
+            raise BenchError("no Mitogen at %s: 'make bench-mitogen' installs it there "
+                             "(requirements/bench-mitogen.txt)" % mitogen_dir)
         env["PYTHONPATH"] = mitogen_dir + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env["ANSIBLE_STRATEGY_PLUGINS"] = strategy_dir
         env["ANSIBLE_STRATEGY"] = "mitogen_linear"
@@ -792,7 +792,7 @@ def perf_check(args):
                   os.path.join(logs, "fleet.log"))
     env = base_env(args.strategy, args.mitogen_dir)
     reports = os.path.join(TOP, ".cache", "perf", "reports")
-    print("perf-check: one-node fleet (%s), fresh deploy, then the same deploy again; logs in %s"
+    print("perf-check: one-node fleet (%s), fresh deploy, then the same deploy twice (fast path on, off); logs in %s"
           % (PERF_FLEET["prefix"], os.path.relpath(logs, TOP)), flush=True)
     try:
         fleet.up(1)
