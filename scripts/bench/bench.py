@@ -200,7 +200,7 @@ def check_goals(results):
     # against the small fleet's wall time.
     bound = _median(results, largest, "fresh", "cpu_bound_s")
     goals.append({"id": "fresh_scaling", "goal": text,
-                  "size": largest, "value": value, "limit": FRESH_SCALING_LIMIT,
+                  "size": largest, "baseline_size": smallest, "value": value, "limit": FRESH_SCALING_LIMIT,
                   "ok": None if value is None else value <= FRESH_SCALING_LIMIT,
                   "cpu_bound_ratio": (round(bound / small, 2) if bound is not None and small
                                       and largest != smallest else None)})
@@ -285,7 +285,7 @@ def render_table(doc):
                              "deploy's wall time; no schedule can do better than that without less work per node."
                              % (machine.get("nproc", "?"), g["size"],
                                 _num(_median(results, g["size"], "fresh", "cpu_bound_s")),
-                                _num(g["cpu_bound_ratio"], 2), min(int(k) for k in results)))
+                                _num(g["cpu_bound_ratio"], 2), g["baseline_size"]))
     lines.append("")
     lines.append("Tasks/host: the most tasks any node ran (results ok, changed, failed or unreachable; a loop counts "
                  "once). Changed: results that reported changed, summed over the nodes (worst round). Bundle bytes: "
@@ -321,7 +321,7 @@ def format_goals(goals):
 def perf_verdict(fresh, reruns):
     """Problems found by the perf check (empty when it passes), from the
     stats_metrics of the fresh deploy and of each re-run, given as
-    [(label, metrics), ...] with labels starting "no-change re-run"."""
+    [(OP_TITLES[op], metrics), ...]."""
     problems = []
     if not fresh.get("hosts"):
         problems.append("the fresh deploy reported no hosts (bench_stats callback not loaded?)")
@@ -427,6 +427,8 @@ class Fleet:
     def __init__(self, prefix, base_port, state_dir, log):
         self.env = dict(os.environ, SIM_NAME_PREFIX=prefix, SIM_SSH_BASE_PORT=str(base_port),
                         SIM_STATE_DIR=os.path.join(TOP, state_dir))
+        # The label sim/fleet puts on every node of a fleet (one per prefix).
+        self.label = "gcu.topsrider.sim.fleet=" + prefix
         self.inventory = os.path.join(TOP, state_dir, "inventory.yml")
         self.base_port = base_port
         self.log = log
@@ -448,6 +450,11 @@ class Fleet:
 
     def down(self):
         self._fleet("down")
+
+    def container_ids(self):
+        proc = subprocess.run(["docker", "ps", "-q", "--no-trunc", "--filter", "label=" + self.label],
+                              capture_output=True, text=True, check=False)
+        return proc.stdout.split() if proc.returncode == 0 else []
 
 
 class NetCounter:
@@ -508,13 +515,11 @@ class NodeCpu:
     The nodes run on this machine, beside the controller: on 2 cores their
     work and the controller's add up."""
 
-    def __init__(self, prefix):
-        self.label = "gcu.topsrider.sim.fleet=" + prefix
+    def __init__(self, fleet):
+        self.fleet = fleet
 
     def read(self):
-        proc = subprocess.run(["docker", "ps", "-q", "--no-trunc", "--filter", "label=" + self.label],
-                              capture_output=True, text=True, check=False)
-        ids = proc.stdout.split() if proc.returncode == 0 else []
+        ids = self.fleet.container_ids()
         values = [container_cpu_s(cid) for cid in ids]
         if not ids or any(v is None for v in values):
             return None
@@ -741,7 +746,7 @@ def bench(args):
     env = base_env(args.strategy, args.mitogen_dir)
     steps = plan(args.ops)
     net = NetCounter(BENCH_FLEET["base_port"])
-    nodes = NodeCpu(BENCH_FLEET["prefix"])
+    nodes = NodeCpu(fleet)
     if not net.setup():
         print("bench: bytes to nodes %s" % net.note, file=sys.stderr)
     doc = {"format": 1, "kind": "bench", "machine": machine_info(),
@@ -799,14 +804,13 @@ def perf_check(args):
         fresh = run_playbook("fresh", fleet.inventory, env, logs, "fresh", reports)
         # The fast path sends nothing by construction; with it off, every
         # task of the rollout runs again and must still change and send nothing.
-        reruns = [("no-change re-run", run_playbook("rerun", fleet.inventory, env, logs, "rerun", reports)),
-                  ("no-change re-run with the fast path off",
-                   run_playbook("rerun_full", fleet.inventory, env, logs, "rerun_full", reports))]
+        reruns = [(OP_TITLES[op], run_playbook(op, fleet.inventory, env, logs, op, reports))
+                  for op in ("rerun", "rerun_full")]
     finally:
         if not args.keep_fleet:
             fleet.down()
-    for name, r in [("fresh deploy", fresh)] + reruns:
-        print("  %-40s %3s tasks/host, %3s changed, bundle bytes sent %s (wall %.1f s, for information)"
+    for name, r in [(OP_TITLES["fresh"], fresh)] + reruns:
+        print("  %-32s %3s tasks/host, %3s changed, bundle bytes sent %s (wall %.1f s, for information)"
               % (name, _num(r["tasks_max"]), _num(r["changed"]), _num(r["bundle_bytes_sent"]), r["wall_s"]))
     problems = perf_verdict(fresh, reruns)
     if problems:

@@ -115,7 +115,7 @@ def test_goals_met():
     goals = goals_by_id(full_results())
     assert all(g["ok"] for g in goals.values()) and all(g["size"] == 16 for g in goals.values())
     assert goals["fresh_scaling"]["value"] == 2.0
-    assert goals["fresh_scaling"]["cpu_bound_ratio"] == 0.75
+    assert goals["fresh_scaling"]["cpu_bound_ratio"] == 0.75 and goals["fresh_scaling"]["baseline_size"] == 1
     assert goals["fresh_scaling"]["goal"] == "fresh deploy of 16 <= 3x fresh deploy of 1"
 
 
@@ -237,11 +237,11 @@ FRESH = {"hosts": 1, "changed": 40, "bundle_bytes_sent": 123456, "changed_tasks"
 CLEAN = {"hosts": 1, "changed": 0, "bundle_bytes_sent": 0, "changed_tasks": {}}
 
 
-FULL = "no-change re-run with the fast path off"
+FULL = bench.OP_TITLES["rerun_full"]
 
 
 def reruns(fast=None, full=None):
-    return [("no-change re-run", fast or CLEAN), (FULL, full or CLEAN)]
+    return [(bench.OP_TITLES["rerun"], fast or CLEAN), (FULL, full or CLEAN)]
 
 
 def test_perf_verdict_passes_a_real_no_change():
