@@ -1,0 +1,116 @@
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The filter gcu.topsrider.env_problems as Ansible loads it, and the two role
+tasks that use it (eccl_env's preflight, dist_launch's environment check), run
+by ansible-playbook on localhost. Both tasks fail before anything is written,
+so the refusals change nothing here; the one accepted dist_launch case writes
+only into a temporary directory."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.gcu.topsrider.plugins.filter import env_problems as plugin
+from conftest import TOP
+
+PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+
+
+def test_filter_is_registered_and_is_the_helper():
+    from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import env_problems
+    assert plugin.FilterModule().filters() == {"env_problems": env_problems}
+
+
+def run_play(tmp_path, tasks, extra_vars=None):
+    """One play on localhost; returns (rc, output)."""
+    play = [{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]
+    (tmp_path / "play.yml").write_text(json.dumps(play))
+    argv = [PLAYBOOK, "-i", "localhost,", "-c", "local", str(tmp_path / "play.yml")]
+    if extra_vars is not None:
+        (tmp_path / "vars.json").write_text(json.dumps(extra_vars))
+        argv += ["-e", "@" + str(tmp_path / "vars.json")]
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(TOP, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(TOP, ".cache", "collections"),
+               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=str(tmp_path),
+                          universal_newlines=True, timeout=120, check=False)
+    return proc.returncode, proc.stdout
+
+
+def test_filter_in_a_template(tmp_path):
+    rc, out = run_play(tmp_path, [
+        {"name": "Empty mapping", "ansible.builtin.assert": {"that": "({} | gcu.topsrider.env_problems) == []"}},
+        {"name": "Problems", "ansible.builtin.assert": {"that": [
+            "(env | gcu.topsrider.env_problems) == expected",
+            "(env | gcu.topsrider.env_problems({'mine': env})) == expected_from"]}},
+    ], {"env": {"GOOD": "x", "NL": "x\n", "B": True},
+        "expected": ['the value of "NL", "x\\n", has characters that are not allowed',
+                     'the value of "B" is a boolean, not a string or number'],
+        "expected_from": ['the value of "NL" (from mine), "x\\n", has characters that are not allowed',
+                          'the value of "B" (from mine) is a boolean, not a string or number']})
+    assert rc == 0, out
+
+
+ECCL_ENV = {"name": "Preflight", "ansible.builtin.include_role": {"name": "gcu.topsrider.eccl_env",
+                                                                    "tasks_from": "preflight"}}
+
+
+@pytest.mark.parametrize("extra, expected", [
+    # the role's own defaults: the prod profile, no extra variables
+    ({}, None),
+    ({"eccl_env_vars": {"ECCL_DEBUG": "INFO; touch /tmp/pwned", "ECCL_ALGO": "ring\n", "ECCL-X": "1"},
+      "eccl_env_profiles": {"prod": {"ECCL_ASYNC_DISABLE": True}}},
+     ["eccl_env: refused, nothing was changed:",
+      'the value of "ECCL_ASYNC_DISABLE" (from eccl_env_profiles.prod) is a boolean, not a string or number',
+      'the value of "ECCL_DEBUG" (from eccl_env_vars), "INFO; touch /tmp/pwned", has characters that are not allowed',
+      'the value of "ECCL_ALGO" (from eccl_env_vars), "ring\\n", has characters that are not allowed',
+      'variable name "ECCL-X" (from eccl_env_vars) is not a valid name',
+      "Names must match"]),
+])
+def test_eccl_env_preflight(tmp_path, extra, expected):
+    rc, out = run_play(tmp_path, [ECCL_ENV], dict(extra, eccl_env_bundle_path="/nonexistent"))
+    if expected is None:
+        assert rc == 0, out
+        assert "None" not in out.split("TASK [gcu.topsrider.eccl_env : Refuse unsafe")[1].split("TASK")[0]
+    else:
+        assert rc != 0, out
+        for text in expected:
+            assert text in out, text
+
+
+def dist_launch_vars(tmp_path, **extra):
+    # The README's example sets only dist_launch_python; the card count stands in
+    # for gcu_devices here (no cards on the controller), the paths keep it in tmp_path.
+    base = {"dist_launch_python": "/opt/conda/envs/train/bin/python", "dist_launch_device_count": 2,
+            "dist_launch_dir": str(tmp_path / "launch"), "dist_launch_output_dir": str(tmp_path / "out")}
+    base.update(extra)
+    return base
+
+
+DIST_LAUNCH = {"name": "Launch tooling", "ansible.builtin.include_role": {"name": "gcu.topsrider.dist_launch"}}
+
+
+def test_dist_launch_accepts_the_empty_enflame_environment(tmp_path):
+    # The bug: with enflame's empty vendor environment the old Jinja check rendered None and refused.
+    rc, out = run_play(tmp_path, [DIST_LAUNCH], dist_launch_vars(tmp_path))
+    assert rc == 0, out
+    assert (tmp_path / "launch" / "launch-single.sh").is_file()
+
+
+@pytest.mark.parametrize("vendor, env, expected", [
+    ("enflame", {"ECCL_DEBUG": "INFO\n"},
+     ['the value of "ECCL_DEBUG" (from dist_launch_env), "INFO\\n", has characters that are not allowed']),
+    ("nvidia", {"NCCL_DEBUG": "$(id)", "bad": "x"},
+     ['the value of "NCCL_DEBUG" (from dist_launch_env), "$(id)", has characters that are not allowed',
+      'variable name "bad" (from dist_launch_env) is not a valid name']),
+])
+def test_dist_launch_refuses_before_writing(tmp_path, vendor, env, expected):
+    rc, out = run_play(tmp_path, [DIST_LAUNCH], dist_launch_vars(tmp_path, dist_launch_vendor=vendor,
+                                                                 dist_launch_env=env))
+    assert rc != 0, out
+    assert "dist_launch: refused, nothing was written:" in out
+    for text in expected:
+        assert text in out, text
+    assert not (tmp_path / "launch").exists()
