@@ -429,14 +429,21 @@ def merge_summary_into_query(query, summary):
 
 # -------------------------------------------------------------------- PCI --
 
-def pci_view(entries):
-    """entries: iterable of (sysfs name, vendor text, device text) for every
-    directory under /sys/bus/pci/devices. Returns the Enflame ones as
-    {'count', 'device_ids', 'bus_ids'} (sorted by bus id)."""
+def pci_view(entries, vendor_id=ENFLAME_VENDOR_ID, class_prefix=None):
+    """entries: iterable of (sysfs name, vendor text, device text[, class
+    text]) for every directory under /sys/bus/pci/devices. Returns the ones of
+    vendor_id (Enflame by default) as {'count', 'device_ids', 'bus_ids'}
+    (sorted by bus id). With class_prefix (e.g. '0x03', display controllers)
+    only functions whose class starts with it count."""
     found = []
-    for name, vendor, device in entries:
-        if (vendor or "").strip().lower().replace("0x", "") == ENFLAME_VENDOR_ID:
-            found.append((name, (device or "").strip().lower().replace("0x", "")))
+    for entry in entries:
+        name, vendor, device = entry[:3]
+        if (vendor or "").strip().lower().replace("0x", "") != vendor_id:
+            continue
+        pci_class = entry[3] if len(entry) > 3 else None
+        if class_prefix and not (pci_class or "").strip().lower().startswith(class_prefix):
+            continue
+        found.append((name, (device or "").strip().lower().replace("0x", "")))
     found.sort()
     return {"count": len(found), "device_ids": [dev for name, dev in found],
             "bus_ids": [name for name, dev in found]}
@@ -455,15 +462,40 @@ def format_indexes(indexes):
     return ", ".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in runs)
 
 
-def _card_name(card):
+# The words check_expectations uses, per vendor (gcu_devices reads NVIDIA GPUs too).
+WORDS = {
+    "enflame": {
+        "unit": "GCU", "pci_vendor": "Enflame", "dmesg": "`dmesg | grep -i enflame`",
+        "reload": "reload the enflame driver",
+        "unhealthy": "report Health: False; drain the node, check `efsmi -q` (RMA Info) and "
+                     "`dmesg | grep -i enflame`, then reset or RMA the card",
+        "health_unknown": "the summary table has no health column; use source=query",
+        "visible": "ENFLAME_VISIBLE_DEVICES",
+    },
+    "nvidia": {
+        "unit": "GPU", "pci_vendor": "NVIDIA", "dmesg": "`dmesg | grep -i -e NVRM -e Xid`",
+        "reload": "reload the nvidia driver",
+        "unhealthy": "report uncorrected ECC errors since the last reset, or need a reset; drain the node, check "
+                     "`nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER` and `dmesg | grep -i -e NVRM -e Xid`, "
+                     "reset the GPU (`nvidia-smi -r -i <index>` or reboot), RMA it if the errors return",
+        "health_unknown": "ECC is off or not supported, so nvidia-smi reports no uncorrected-error count",
+        "visible": "CUDA_VISIBLE_DEVICES",
+    },
+}
+
+
+def _card_name(card, unit="GCU"):
     extra = [x for x in (card.get("bus_id"), card.get("serial") and "serial " + card["serial"]) if x]
-    return "GCU %d%s" % (card["index"], " (%s)" % ", ".join(extra) if extra else "")
+    return "%s %d%s" % (unit, card["index"], " (%s)" % ", ".join(extra) if extra else "")
 
 
 def check_expectations(cards, pci, expected_count=None, require_healthy=False,
-                       max_temperature=None, min_utilization=None):
+                       max_temperature=None, min_utilization=None, vendor="enflame"):
     """Return (problems, notes): problems are failed expectations, each naming
-    the cards and the remedy; notes are observations worth a warning."""
+    the cards and the remedy; notes are observations worth a warning.
+    vendor ('enflame' or 'nvidia') picks the words (GCU or GPU, the tools)."""
+    w = WORDS[vendor]
+    unit = w["unit"]
     problems = []
     notes = []
     count = len(cards)
@@ -472,46 +504,51 @@ def check_expectations(cards, pci, expected_count=None, require_healthy=False,
     unseen = [b for b in (pci or {}).get("bus_ids", []) if b not in driver_bus]
     pci_text = ""
     if pci_count is not None and pci_count != count:
-        pci_text = "PCI sees %d Enflame device(s), the driver sees %d" % (pci_count, count)
+        pci_text = "PCI sees %d %s device(s), the driver sees %d" % (pci_count, w["pci_vendor"], count)
         if unseen and driver_bus:
             pci_text += " (on PCI but not seen by the driver: %s)" % ", ".join(unseen)
     if expected_count is not None and count != expected_count:
-        msg = "expected %d GCUs, the driver sees %d" % (expected_count, count)
+        msg = "expected %d %ss, the driver sees %d" % (expected_count, unit, count)
         if pci_text:
-            msg += "; " + pci_text + ": a card the driver does not bring up (check `dmesg | grep -i enflame`, " \
-                                     "reload the enflame driver, reseat or RMA the card)"
+            msg += "; " + pci_text + ": a card the driver does not bring up (check %s, %s, reseat or RMA " \
+                                     "the card)" % (w["dmesg"], w["reload"])
         elif pci_count is not None and pci_count < expected_count:
             msg += "; PCI sees %d too: a card is missing from the bus (check seating, power, BIOS), " \
                    "or expected_count is wrong" % pci_count
         else:
-            msg += ": check the node's inventory (expected_count) and `dmesg | grep -i enflame`"
+            msg += ": check the node's inventory (expected_count) and %s" % w["dmesg"]
         problems.append(msg)
     elif pci_text:
-        notes.append(pci_text + ": check `dmesg | grep -i enflame` and reload the enflame driver")
+        notes.append(pci_text + ": check %s and %s" % (w["dmesg"], w["reload"]))
     if require_healthy:
         bad = [c for c in cards if c.get("health") is False]
         if bad:
-            problems.append("unhealthy GCU(s): %s report Health: False; drain the node, check `efsmi -q` "
-                            "(RMA Info) and `dmesg | grep -i enflame`, then reset or RMA the card"
-                            % ", ".join(_card_name(c) for c in bad))
+            problems.append("unhealthy %s(s): %s %s" % (unit, ", ".join(_card_name(c, unit) for c in bad),
+                                                        w["unhealthy"]))
         unknown = [c["index"] for c in cards if c.get("health") is None]
         if unknown:
-            notes.append("health not reported for GCU(s) %s (the summary table has no health column; "
-                         "use source=query)" % format_indexes(unknown))
+            notes.append("health not reported for %s(s) %s (%s)" % (unit, format_indexes(unknown),
+                                                                     w["health_unknown"]))
     if max_temperature is not None:
         hot = [c for c in cards if c.get("temperature_c") is not None and c["temperature_c"] > max_temperature]
         if hot:
-            problems.append("GCU(s) above %s C: %s; check cooling and airflow, lower the load" % (
-                max_temperature, ", ".join("%s at %s C" % (_card_name(c), c["temperature_c"]) for c in hot)))
+            problems.append("%s(s) above %s C: %s; check cooling and airflow, lower the load" % (
+                unit, max_temperature, ", ".join("%s at %s C" % (_card_name(c, unit), c["temperature_c"])
+                                                 for c in hot)))
     if min_utilization is not None:
         idle = [c for c in cards if c.get("utilization_pct") is None or c["utilization_pct"] <= min_utilization]
         if idle:
             busy = [c["index"] for c in cards if c not in idle]
-            msg = "%d of %d GCUs not busy (utilization <= %s%%): cards %s sleeping" % (
-                len(idle), count, min_utilization, format_indexes([c["index"] for c in idle]))
+            msg = "%d of %d %ss not busy (utilization <= %s%%): cards %s sleeping" % (
+                len(idle), count, unit, min_utilization, format_indexes([c["index"] for c in idle]))
             if busy:
                 msg += ", only card(s) %s working" % format_indexes(busy)
             msg += "; was the job started as one process? Launch one process per card " \
-                   "(e.g. torchrun --nproc_per_node=%d) and check ENFLAME_VISIBLE_DEVICES" % count
+                   "(e.g. torchrun --nproc_per_node=%d) and check %s" % (count, w["visible"])
+            mig = [c["index"] for c in idle if c.get("mig_mode") == "Enabled" and c.get("utilization_pct") is None]
+            if mig:
+                msg += "; MIG is enabled on %s(s) %s, where nvidia-smi reports no utilization ([N/A]): the busy " \
+                       "check cannot prove them busy (watch the instances with DCGM, or leave min_utilization " \
+                       "unset on MIG nodes)" % (unit, format_indexes(mig))
             problems.append(msg)
     return problems, notes

@@ -118,14 +118,14 @@ def _rows(text, fields, what, last_takes_rest=False):
     rows = []
     for line in lines:
         cols = [c.strip() for c in (line.split(",", len(fields) - 1) if last_takes_rest else line.split(","))]
+        # a header names the first field where a value should be ('index', 'pid', 'memory.total [MiB]')
+        if cols[0].split(" [", 1)[0].strip().lower() == fields[0].lower():
+            raise NvsmiParseError("%s: a header line where none was asked for (use --format=csv,noheader,nounits). "
+                                  "First lines:\n%s" % (what, first_lines(text)))
         if len(cols) != len(fields):
             raise NvsmiParseError(
                 "%s: expected %d comma-separated values (%s), found %d in %r. First lines:\n%s"
                 % (what, len(fields), ",".join(fields), len(cols), line.strip()[:100], first_lines(text)))
-        if [c.split(" [", 1)[0].strip().lower() for c in cols] == [f.lower() for f in fields] or \
-                cols[0].strip().lower() == fields[0].lower():
-            raise NvsmiParseError("%s: a header line where none was asked for (use --format=csv,noheader,nounits). "
-                                  "First lines:\n%s" % (what, first_lines(text)))
         rows.append((line, dict(zip(fields, cols))))
     return rows, text
 

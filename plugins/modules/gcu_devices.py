@@ -8,14 +8,20 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: gcu_devices
-short_description: Report Enflame GCUs seen by the driver and check count, health, temperature and load
+short_description: Report Enflame GCUs (or NVIDIA GPUs) seen by the driver and check count, health, temperature and load
 version_added: "0.1.0"
 description:
-  - Runs C(efsmi) on the node, parses its output (the C(efsmi -q) per-device blocks with
+  - On Enflame nodes runs C(efsmi) on the node, parses its output (the C(efsmi -q) per-device blocks with
     either memory key set, or the summary table with C(*) or C(|)/C(+) borders) and returns
     one entry per GCU as facts, together with the driver and efsmi versions and the PCI view
     (Enflame devices, vendor C(1e36), under C(/sys/bus/pci/devices)), so that
     "PCI sees 8, the driver sees 7" is visible.
+  - On NVIDIA nodes (O(vendor=nvidia), or O(vendor=auto) where efsmi is absent and C(nvidia-smi) is found)
+    runs C(nvidia-smi --query-gpu=<fields> --format=csv,noheader,nounits) and
+    C(nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory,process_name --format=csv,noheader,nounits)
+    and returns the same facts in the same schema (plus a few NVIDIA-only keys, among them the processes on
+    each GPU); the PCI view then lists the NVIDIA GPU functions (vendor C(10de), display class C(03xx), so
+    NVSwitches and audio functions do not count).
   - Optionally checks expectations (device count, health, temperature, every card busy) and
     fails with a message naming the cards and the remedy.
   - Output that it does not understand fails with the first lines quoted; a device count is never guessed.
@@ -23,9 +29,20 @@ description:
 author:
   - gcu.topsrider contributors (@gcu-topsrider)
 options:
+  vendor:
+    description:
+      - Whose cards to read.
+      - C(auto) reads Enflame cards with efsmi when efsmi is found, else NVIDIA GPUs with C(nvidia-smi) when
+        that is found, and fails naming both tools when neither is. O(efsmi_path) or O(nvidia_smi_path) picks
+        the vendor too.
+      - C(enflame) only looks for efsmi, C(nvidia) only for C(nvidia-smi).
+    type: str
+    choices: [auto, enflame, nvidia]
+    default: auto
   source:
     description:
-      - Which efsmi output to read.
+      - Which efsmi output to read (Enflame only; NVIDIA GPUs are always read with C(--query-gpu), and any
+        value but C(auto) fails there).
       - C(auto) runs C(efsmi -q) and falls back to the summary table (C(efsmi)) when C(-q)
         fails or prints something that is not per-device blocks. With C(-q) it also reads the
         table, best effort, for the fields C(-q) does not print (firmware, efsmi version).
@@ -39,6 +56,12 @@ options:
       - Path of the efsmi binary. By default C(efsmi) is looked up in C(PATH), C(/usr/sbin)
         and C(/usr/local/bin).
     type: path
+  nvidia_smi_path:
+    description:
+      - Path of the nvidia-smi binary (implies O(vendor=nvidia) under O(vendor=auto)). By default C(nvidia-smi)
+        is looked up in C(PATH), C(/usr/bin), C(/usr/local/nvidia/bin), C(/usr/local/bin), C(/usr/sbin) and
+        C(/opt/nvidia/bin).
+    type: path
   expected_count:
     description:
       - Number of GCUs the driver must see. Fails when it sees another number, and says
@@ -48,6 +71,9 @@ options:
   require_healthy:
     description:
       - Fail when any card reports C(Health False), naming the cards.
+      - On NVIDIA GPUs a card is unhealthy when it counts uncorrected ECC errors since the last reset
+        (C(ecc.errors.uncorrected.volatile.total) > 0) or C(nvidia-smi) says C([GPU requires reset]) or
+        C([GPU is lost]); its health is null when ECC is off or not supported.
     type: bool
     default: false
   max_temperature:
@@ -59,7 +85,8 @@ options:
       - The busy check for a running job. When set, every card must be above this
         utilization (percent); the failure names the sleeping cards (the classic
         one-process launch keeps card 0 busy and the others asleep).
-      - A card whose utilization is C(N/A) counts as not busy.
+      - A card whose utilization is C(N/A) counts as not busy. NVIDIA GPUs in MIG mode report no
+        utilization, so they always fail this check; the message says so.
     type: float
 attributes:
   check_mode:
@@ -71,13 +98,19 @@ attributes:
   platform:
     support: full
     platforms: posix
-    description: Linux nodes with the Enflame driver and efsmi installed.
+    description: Linux nodes with the Enflame driver and efsmi, or the NVIDIA driver and nvidia-smi, installed.
 notes:
   - C(gcu_driver_version) comes from C(/sys/module/enflame/version) when present, else from efsmi.
   - Bus ids are returned in the sysfs form C(0000:3d:00.0), whatever form efsmi prints,
     so that they compare with C(gcu_pci_devices.bus_ids).
   - When efsmi fails the message carries the command, rc, stderr and a hint (is the
-    C(enflame) module loaded, do C(/dev/gcuctl) and C(/dev/gcu*) exist).
+    C(enflame) module loaded, do C(/dev/gcuctl) and C(/dev/gcu*) exist); for nvidia-smi the same with
+    the C(nvidia) module and C(/dev/nvidiactl), C(/dev/nvidia*).
+  - "On NVIDIA GPUs: C(gcu_driver_version) is nvidia-smi's C(driver_version), C(firmware) the VBIOS version,
+    C(device_id) the PCI device id (C(2330) for H100 SXM), C(dpm) the performance state (C(P0)...),
+    C(ecc) the ECC mode as nvidia-smi prints it (C(Enabled)/C(Disabled)). Fields nvidia-smi prints as
+    C([N/A]), C([Not Supported]) or any other bracketed placeholder are null; output with another column
+    count, a header or units fails with its first lines quoted."
 """
 
 EXAMPLES = r"""
@@ -100,6 +133,12 @@ EXAMPLES = r"""
     source: summary
     efsmi_path: /opt/tops/bin/efsmi
 
+- name: Read the GPUs of an NVIDIA node (auto would find nvidia-smi too, where there is no efsmi)
+  gcu.topsrider.gcu_devices:
+    vendor: nvidia
+    expected_count: 8
+    require_healthy: true
+
 - name: Show PCI and driver counts side by side
   ansible.builtin.debug:
     msg: "PCI sees {{ gcu_pci_devices.count }}, the driver sees {{ gcu_device_count }}"
@@ -107,10 +146,15 @@ EXAMPLES = r"""
 
 RETURN = r"""
 ansible_facts:
-  description: Facts about the node's GCUs.
+  description: Facts about the node's GCUs (or GPUs).
   returned: always
   type: dict
   contains:
+    gcu_vendor:
+      description: Whose cards these are, C(enflame) (read with efsmi) or C(nvidia) (read with nvidia-smi).
+      returned: always
+      type: str
+      sample: enflame
     gcu_devices:
       description: One entry per GCU the driver sees, sorted by index. Fields efsmi does not print in the chosen output are null.
       returned: always
@@ -163,8 +207,45 @@ ansible_facts:
           description: "ECC mode (Enable or Disable)."
           type: str
         health:
-          description: "Health as C(efsmi -q) reports it; null when not reported (summary table)."
+          description:
+            - "Health as C(efsmi -q) reports it; null when not reported (summary table)."
+            - "NVIDIA: false with uncorrected volatile ECC errors or a GPU that needs a reset or is lost,
+              true when ECC counts none, null when ECC is off or not supported."
           type: bool
+        ecc_errors_uncorrected:
+          description: "NVIDIA only: uncorrected ECC errors since the last reset (null when not counted)."
+          type: int
+          returned: when gcu_vendor is nvidia
+        mig_mode:
+          description: "NVIDIA only: MIG mode (C(Enabled), C(Disabled)); null where MIG is not supported."
+          type: str
+          returned: when gcu_vendor is nvidia
+        persistence_mode:
+          description: "NVIDIA only: persistence mode (C(Enabled), C(Disabled))."
+          type: str
+          returned: when gcu_vendor is nvidia
+        compute_mode:
+          description: "NVIDIA only: compute mode (C(Default), C(Exclusive_Process), C(Prohibited))."
+          type: str
+          returned: when gcu_vendor is nvidia
+        processes:
+          description:
+            - "NVIDIA only: the processes with a context on this GPU (from C(--query-compute-apps)), by pid;
+              null when that query failed (a warning says why)."
+            - "In a container with its own PID namespace the pids are the host's."
+          type: list
+          elements: dict
+          returned: when gcu_vendor is nvidia
+          contains:
+            pid:
+              description: Process id.
+              type: int
+            used_memory_mib:
+              description: GPU memory the process holds, in MiB (null when nvidia-smi cannot tell).
+              type: int
+            process_name:
+              description: Process name as nvidia-smi prints it.
+              type: str
       sample:
         - {index: 0, model: T20, bus_id: "0000:3d:00.0", serial: W28001150301, uuid: null, firmware: 10.19.3,
            device_id: null, memory_total_mib: 32768, memory_used_mib: null, temperature_c: 52, power_w: 212.0,
@@ -176,21 +257,23 @@ ansible_facts:
       sample: 8
     gcu_driver_version:
       description: Enflame driver version, from /sys/module/enflame/version or efsmi; null if neither says.
+        NVIDIA - nvidia-smi's driver_version, else /sys/module/nvidia/version.
       returned: always
       type: str
       sample: "2.4.20230829"
     gcu_efsmi_version:
-      description: efsmi version from the summary table header; null when only -q was readable.
+      description: efsmi version from the summary table header; null when only -q was readable, and on NVIDIA nodes.
       returned: always
       type: str
       sample: "1.20.0"
     gcu_pci_devices:
-      description: Enflame devices (vendor 1e36) under /sys/bus/pci/devices.
+      description: Enflame devices (vendor 1e36) under /sys/bus/pci/devices; on NVIDIA nodes the NVIDIA GPU functions
+        (vendor 10de, PCI class 03xx).
       returned: always
       type: dict
       contains:
         count:
-          description: Number of Enflame PCI functions; null when /sys/bus/pci/devices cannot be read.
+          description: Number of Enflame (NVIDIA GPU) PCI functions; null when /sys/bus/pci/devices cannot be read.
           type: int
         device_ids:
           description: Their PCI device ids.
@@ -210,7 +293,7 @@ problems:
   elements: str
   sample: ["7 of 8 GCUs not busy (utilization <= 10.0%): cards 1-7 sleeping, only card(s) 0 working; ..."]
 source:
-  description: Which efsmi output the facts come from.
+  description: Which output the facts come from - C(query) or C(summary) (efsmi), C(query-gpu) (nvidia-smi).
   returned: always
   type: str
   sample: query
@@ -219,14 +302,24 @@ efsmi:
   returned: when found
   type: str
   sample: /usr/sbin/efsmi
+nvidia_smi:
+  description: Path of the nvidia-smi binary used.
+  returned: when the node is read with nvidia-smi
+  type: str
+  sample: /usr/bin/nvidia-smi
 """
 
 import glob
 import os
+import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gcu.topsrider.plugins.module_utils._efsmi import (
-    EfsmiParseError, check_expectations, merge_summary_into_query, parse_efsmi, pci_view,
+    ENFLAME_VENDOR_ID, EfsmiParseError, check_expectations, merge_summary_into_query, parse_efsmi, pci_view,
+)
+from ansible_collections.gcu.topsrider.plugins.module_utils._nvsmi import (
+    COMPUTE_APPS_FIELDS, NVIDIA_GPU_CLASS_PREFIX, NVIDIA_VENDOR_ID, QUERY_GPU_FIELDS, NvsmiParseError,
+    attach_processes, parse_compute_apps, parse_query_gpu,
 )
 
 PCI_ROOT = "/sys/bus/pci/devices"
@@ -235,6 +328,10 @@ DRIVER_MODULE_DIR = "/sys/module/enflame"
 DEV_GLOB = "/dev/gcu*"
 EFSMI_DIRS = ["/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/opt/tops/bin", "/usr/local/tops/bin"]
 C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
+NV_DRIVER_VERSION_FILE = "/sys/module/nvidia/version"
+NV_DRIVER_MODULE_DIR = "/sys/module/nvidia"
+NV_DEV_GLOB = "/dev/nvidia*"
+NVIDIA_SMI_DIRS = ["/usr/bin", "/usr/local/nvidia/bin", "/usr/local/bin", "/usr/sbin", "/opt/nvidia/bin"]
 
 
 def driver_hint():
@@ -253,7 +350,22 @@ def driver_hint():
             "On this node: %s." % "; ".join(facts))
 
 
-def read_pci(root):
+def nvidia_driver_hint():
+    """The NVIDIA counterpart of driver_hint, for the failure text only."""
+    facts = []
+    if not os.path.isdir(NV_DRIVER_MODULE_DIR):
+        facts.append("%s is missing (the nvidia kernel module is not loaded)" % NV_DRIVER_MODULE_DIR)
+    nodes = sorted(glob.glob(NV_DEV_GLOB))
+    if not any(os.path.basename(n) == "nvidiactl" for n in nodes):
+        facts.append("/dev/nvidiactl is missing")
+    cards = [n for n in nodes if re.match(r"^nvidia\d+$", os.path.basename(n))]
+    facts.append("device nodes: %s" % (", ".join(cards) if cards else "no /dev/nvidia[0-9]*"))
+    return ("Hint: load the driver (`modprobe nvidia`, or reinstall the NVIDIA driver for the running kernel), "
+            "check `dmesg | grep -i -e NVRM -e Xid`, and that /dev/nvidiactl and /dev/nvidia[0-9]* exist. "
+            "On this node: %s." % "; ".join(facts))
+
+
+def read_pci(root, vendor="enflame"):
     try:
         names = sorted(os.listdir(root))
     except OSError:
@@ -266,13 +378,17 @@ def read_pci(root):
         except (IOError, OSError):
             return None
 
-    return pci_view((n, read(os.path.join(root, n, "vendor")), read(os.path.join(root, n, "device")))
-                    for n in names)
+    if vendor == "nvidia":
+        return pci_view(((n, read(os.path.join(root, n, "vendor")), read(os.path.join(root, n, "device")),
+                          read(os.path.join(root, n, "class"))) for n in names),
+                        vendor_id=NVIDIA_VENDOR_ID, class_prefix=NVIDIA_GPU_CLASS_PREFIX)
+    return pci_view(((n, read(os.path.join(root, n, "vendor")), read(os.path.join(root, n, "device")))
+                     for n in names), vendor_id=ENFLAME_VENDOR_ID)
 
 
-def read_driver_version():
+def read_driver_version(path=None):
     try:
-        with open(DRIVER_VERSION_FILE) as f:
+        with open(path or DRIVER_VERSION_FILE) as f:
             return f.read().strip() or None
     except (IOError, OSError):
         return None
@@ -342,16 +458,92 @@ def collect(module, efsmi, source):
     return parsed, "summary", warnings
 
 
+def collect_nvidia(module, nvidia_smi):
+    """Run the two nvidia-smi queries; returns (parsed, warnings) or fails."""
+    warnings = []
+    argv = [nvidia_smi, "--query-gpu=" + ",".join(QUERY_GPU_FIELDS), "--format=csv,noheader,nounits"]
+    cmd = " ".join(argv)
+    rc, out, err = module.run_command(argv, environ_update=C_LOCALE)
+    if rc != 0:
+        module.fail_json(msg="`%s` failed (rc=%d): %s. %s" % (cmd, rc, (err or out or "").strip() or "no output",
+                                                               nvidia_driver_hint()),
+                         cmd=cmd, rc=rc, stdout=out, stderr=err, problems=[])
+    try:
+        parsed = parse_query_gpu(out, QUERY_GPU_FIELDS)
+    except NvsmiParseError as e:
+        module.fail_json(msg="`%s`: %s" % (cmd, e), cmd=cmd, rc=rc, stdout=out, stderr=err, problems=[])
+    # Which process runs on which GPU. Best effort: without it the cards are still
+    # known, so a failure here warns and leaves processes null.
+    apps_argv = [nvidia_smi, "--query-compute-apps=" + ",".join(COMPUTE_APPS_FIELDS), "--format=csv,noheader,nounits"]
+    arc, aout, aerr = module.run_command(apps_argv, environ_update=C_LOCALE)
+    apps = None
+    if arc != 0:
+        warnings.append("`%s` failed (rc=%d): %s; processes per GPU are unknown (null)" % (
+            " ".join(apps_argv), arc, (aerr or aout or "").strip() or "no output"))
+    else:
+        try:
+            apps = parse_compute_apps(aout, COMPUTE_APPS_FIELDS)
+        except NvsmiParseError as e:
+            warnings.append("`%s`: %s; processes per GPU are unknown (null)" % (" ".join(apps_argv), e))
+    cards, unmatched = attach_processes(parsed["cards"], apps)
+    if unmatched:
+        warnings.append("nvidia-smi lists process(es) on GPU UUIDs that --query-gpu did not: %s" % ", ".join(
+            "pid %d on %s" % (a["pid"], a["gpu_uuid"]) for a in unmatched))
+    parsed = dict(parsed, cards=cards)
+    return parsed, warnings
+
+
+def executable(path):
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def find_tool(module, vendor):
+    """(vendor, binary path) for the vendor asked for, or the one auto finds; fails when none."""
+    p = module.params
+    efsmi_missing = ("efsmi not found in PATH or %s: the Enflame driver package (which ships efsmi) is not "
+                     "installed, or efsmi lives elsewhere (set efsmi_path)" % ", ".join(EFSMI_DIRS))
+    nvsmi_missing = ("nvidia-smi not found in PATH or %s: the NVIDIA driver (which ships nvidia-smi) is not "
+                     "installed, or nvidia-smi lives elsewhere (set nvidia_smi_path)" % ", ".join(NVIDIA_SMI_DIRS))
+    if p["efsmi_path"]:
+        if not executable(p["efsmi_path"]):
+            module.fail_json(msg="efsmi_path %s is not an executable file. %s" % (p["efsmi_path"], driver_hint()),
+                             problems=[])
+        return "enflame", p["efsmi_path"]
+    if p["nvidia_smi_path"]:
+        if not executable(p["nvidia_smi_path"]):
+            module.fail_json(msg="nvidia_smi_path %s is not an executable file. %s" % (
+                p["nvidia_smi_path"], nvidia_driver_hint()), problems=[])
+        return "nvidia", p["nvidia_smi_path"]
+    # required=False on purpose: a missing tool gets the failures below, with the hint
+    # on what to install and check, instead of get_bin_path's generic message.
+    if vendor in ("auto", "enflame"):
+        efsmi = module.get_bin_path("efsmi", required=False, opt_dirs=EFSMI_DIRS)
+        if efsmi:
+            return "enflame", efsmi
+        if vendor == "enflame":
+            module.fail_json(msg="%s. %s" % (efsmi_missing, driver_hint()), problems=[])
+    nvidia_smi = module.get_bin_path("nvidia-smi", required=False, opt_dirs=NVIDIA_SMI_DIRS)
+    if nvidia_smi:
+        return "nvidia", nvidia_smi
+    if vendor == "nvidia":
+        module.fail_json(msg="%s. %s" % (nvsmi_missing, nvidia_driver_hint()), problems=[])
+    module.fail_json(msg="neither efsmi nor nvidia-smi found (vendor=auto). %s; %s (NVIDIA nodes). %s" % (
+        efsmi_missing, nvsmi_missing, driver_hint()), problems=[])
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            vendor=dict(type="str", default="auto", choices=["auto", "enflame", "nvidia"]),
             source=dict(type="str", default="auto", choices=["auto", "query", "summary"]),
             efsmi_path=dict(type="path"),
+            nvidia_smi_path=dict(type="path"),
             expected_count=dict(type="int"),
             require_healthy=dict(type="bool", default=False),
             max_temperature=dict(type="int"),
             min_utilization=dict(type="float"),
         ),
+        mutually_exclusive=[("efsmi_path", "nvidia_smi_path")],
         supports_check_mode=True,
     )
     p = module.params
@@ -360,38 +552,39 @@ def main():
     if p["min_utilization"] is not None and not 0 <= p["min_utilization"] < 100:
         module.fail_json(msg="min_utilization is a percentage in [0, 100), got %s" % p["min_utilization"],
                          problems=[])
+    if p["vendor"] == "nvidia" and p["efsmi_path"] or p["vendor"] == "enflame" and p["nvidia_smi_path"]:
+        module.fail_json(msg="vendor=%s does not go with %s" % (
+            p["vendor"], "efsmi_path" if p["efsmi_path"] else "nvidia_smi_path"), problems=[])
 
-    if p["efsmi_path"]:
-        efsmi = p["efsmi_path"]
-        if not (os.path.isfile(efsmi) and os.access(efsmi, os.X_OK)):
-            module.fail_json(msg="efsmi_path %s is not an executable file. %s" % (efsmi, driver_hint()),
-                             problems=[])
+    vendor, tool = find_tool(module, p["vendor"])
+    if vendor == "nvidia":
+        if p["source"] != "auto":
+            module.fail_json(msg="source=%s reads efsmi output; this node is read with nvidia-smi (vendor=%s), "
+                                 "leave source unset" % (p["source"], p["vendor"]), problems=[])
+        parsed, warnings = collect_nvidia(module, tool)
+        used = "query-gpu"
+        driver_version = parsed.get("driver_version") or read_driver_version(NV_DRIVER_VERSION_FILE)
     else:
-        # required=False on purpose: a missing efsmi gets the failure below, with the hint
-        # on what to install and check, instead of get_bin_path's generic message.
-        efsmi = module.get_bin_path("efsmi", required=False, opt_dirs=EFSMI_DIRS)
-        if not efsmi:
-            module.fail_json(msg="efsmi not found in PATH or %s: the Enflame driver package (which ships "
-                                 "efsmi) is not installed, or efsmi lives elsewhere (set efsmi_path). %s"
-                                 % (", ".join(EFSMI_DIRS), driver_hint()), problems=[])
-
-    parsed, used, warnings = collect(module, efsmi, p["source"])
+        parsed, used, warnings = collect(module, tool, p["source"])
+        driver_version = read_driver_version() or parsed.get("driver_version")
     cards = sorted(parsed["cards"], key=lambda c: c["index"])
-    pci = read_pci(PCI_ROOT)
+    pci = read_pci(PCI_ROOT, vendor)
     problems, notes = check_expectations(
         cards, pci, expected_count=p["expected_count"], require_healthy=p["require_healthy"],
-        max_temperature=p["max_temperature"], min_utilization=p["min_utilization"])
+        max_temperature=p["max_temperature"], min_utilization=p["min_utilization"], vendor=vendor)
     for w in warnings + notes:
         module.warn(w)
 
     facts = {
+        "gcu_vendor": vendor,
         "gcu_devices": cards,
         "gcu_device_count": len(cards),
-        "gcu_driver_version": read_driver_version() or parsed.get("driver_version"),
+        "gcu_driver_version": driver_version,
         "gcu_efsmi_version": parsed.get("efsmi_version"),
         "gcu_pci_devices": pci,
     }
-    result = dict(changed=False, ansible_facts=facts, problems=problems, source=used, efsmi=efsmi)
+    result = dict(changed=False, ansible_facts=facts, problems=problems, source=used)
+    result["efsmi" if vendor == "enflame" else "nvidia_smi"] = tool
     if problems:
         module.fail_json(msg="gcu_devices: %d problem(s): %s" % (len(problems), " | ".join(problems)), **result)
     module.exit_json(**result)

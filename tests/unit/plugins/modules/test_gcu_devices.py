@@ -112,6 +112,7 @@ def test_reads(env, name, args, table, calls, failed, expect):
     assert res.get("failed", False) is failed, res.get("msg")
     assert res["changed"] is False
     facts = res["ansible_facts"]
+    assert facts["gcu_vendor"] == "enflame" and res["efsmi"] == EFSMI and "nvidia_smi" not in res
     assert facts["gcu_device_count"] == expect["count"] == len(facts["gcu_devices"])
     assert [c["index"] for c in facts["gcu_devices"]] == sorted(c["index"] for c in facts["gcu_devices"])
     if "source" in expect:
