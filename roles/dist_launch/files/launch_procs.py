@@ -19,6 +19,12 @@ Cases: ok, no_job, one_busy_rest_asleep (the launcher started one process
 instead of one per card, so one card works and the others sleep),
 process_count_mismatch, cards_asleep.
 
+On NVIDIA nodes the caller may also pass --gpu-pids (which pids nvidia-smi
+lists on which GPU); the verdict then says on which GPUs the ranks really
+are (eight ranks all on GPU 0 when they never called set_device). That only
+adds to the message: nvidia-smi shows host pids, and nothing without the
+rights to see them, so it never fails a check on its own.
+
 Runs on Python 3.6+.
 """
 import argparse
@@ -127,6 +133,53 @@ def parse_util(text):
     return out
 
 
+def parse_gpu_pids(text):
+    """'0=110+111,1=,2=112' -> {0: [110, 111], 1: [], 2: [112]}."""
+    out = {}
+    text = (text or "").strip()
+    if not text:
+        return out
+    for item in text.split(","):
+        index, sep, pids = item.partition("=")
+        if not sep or not index.strip().isdigit():
+            raise ValueError("--gpu-pids: expected INDEX=PID+PID..., got %r" % item)
+        values = [p.strip() for p in pids.split("+") if p.strip()]
+        if not all(p.isdigit() for p in values):
+            raise ValueError("--gpu-pids: pids must be numbers, got %r" % item)
+        out[int(index)] = sorted(int(p) for p in values)
+    return out
+
+
+def gpu_note(ranks, gpu_pids):
+    """What nvidia-smi says about where the ranks are, as (data, sentence)."""
+    rank_pids = set(r["pid"] for r in ranks)
+    on = dict((r["pid"], sorted(i for i, pids in gpu_pids.items() if r["pid"] in pids)) for r in ranks)
+    data = {"gpu_processes": dict((str(i), pids) for i, pids in sorted(gpu_pids.items())),
+            "ranks_on_gpus": dict((str(pid), gpus) for pid, gpus in sorted(on.items()))}
+    if not rank_pids:
+        return data, ""
+    listed = set(p for pids in gpu_pids.values() for p in pids)
+    if not listed:
+        return data, ("nvidia-smi lists no process on any GPU (ranks that run on the CPU, or no rights to "
+                      "see them)")
+    if not listed & rank_pids:
+        return data, ("nvidia-smi lists none of the ranks on a GPU (it lists pids %s: another job, or "
+                      "another PID namespace)" % span(listed))
+    with_ranks = sorted(i for i, pids in gpu_pids.items() if set(pids) & rank_pids)
+    nowhere = sorted(pid for pid, gpus in on.items() if not gpus)
+    if len(with_ranks) == 1 and len(rank_pids) > 1 and not nowhere:
+        return data, ("nvidia-smi: ranks %s all on GPU %d (every rank must pick its own GPU, e.g. "
+                      "torch.cuda.set_device(LOCAL_RANK))" % (span(rank_pids), with_ranks[0]))
+    parts = ["GPU %d: %s" % (i, span(set(gpu_pids[i]) & rank_pids)) for i in with_ranks]
+    without = sorted(i for i in gpu_pids if i not in with_ranks)
+    text = "nvidia-smi: ranks on %s" % "; ".join(parts)
+    if without:
+        text += "; GPU(s) %s without a rank" % span(without)
+    if nowhere:
+        text += "; rank(s) %s on no GPU" % span(nowhere)
+    return data, text
+
+
 def span(indexes):
     """[1, 2, 3, 5] -> '1-3, 5'."""
     parts = []
@@ -138,8 +191,10 @@ def span(indexes):
     return ", ".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in parts)
 
 
-def verdict(ranks, util, min_util, cards=None, match=None):
-    """Compare the ranks found with the cards. Pure; returns a dict."""
+def verdict(ranks, util, min_util, cards=None, match=None, gpu_pids=None):
+    """Compare the ranks found with the cards. Pure; returns a dict.
+    gpu_pids (NVIDIA: GPU index -> pids nvidia-smi lists there) only adds to
+    the output and to a failure's message."""
     if cards is None:
         cards = len(util)
     busy = sorted(i for i, u in util.items() if u is not None and u >= min_util)
@@ -150,7 +205,14 @@ def verdict(ranks, util, min_util, cards=None, match=None):
     base = {"processes": nproc, "cards": cards, "busy_cards": busy, "idle_cards": idle,
             "min_utilization": min_util, "ranks": ranks}
 
+    note = ""
+    if gpu_pids is not None:
+        data, note = gpu_note(ranks, gpu_pids)
+        base.update(data)
+
     def result(ok, case, message):
+        if not ok and note:
+            message += "; " + note
         base.update({"ok": ok, "case": case, "message": message})
         return base
 
@@ -185,10 +247,13 @@ def main(argv=None):
                         help="expected process count (default: the number of cards in --util)")
     parser.add_argument("--match", default=None,
                         help="regular expression: also count processes whose command line matches")
+    parser.add_argument("--gpu-pids", default=None,
+                        help="NVIDIA: INDEX=PID+PID,... as nvidia-smi --query-compute-apps lists them")
     parser.add_argument("--proc", default="/proc", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
         util = parse_util(args.util)
+        gpu_pids = None if args.gpu_pids is None else parse_gpu_pids(args.gpu_pids)
         if args.match:
             re.compile(args.match)
     except (ValueError, re.error) as exc:
@@ -196,7 +261,7 @@ def main(argv=None):
     if args.cards is not None and args.cards < 1:
         parser.error("--cards must be at least 1")
     ranks = training_processes(read_processes(args.proc), args.match)
-    out = verdict(ranks, util, args.min_util, args.cards, args.match)
+    out = verdict(ranks, util, args.min_util, args.cards, args.match, gpu_pids)
     print(json.dumps(out, sort_keys=True))
     return 0
 

@@ -129,3 +129,59 @@ def test_main_refuses_bad_util(capsys):
     with pytest.raises(SystemExit) as exc:
         lp.main(["--util", "0:85"])
     assert exc.value.code == 2 and "INDEX=PERCENT" in capsys.readouterr().err
+
+
+# NVIDIA: where nvidia-smi says the ranks are (--gpu-pids) only adds to the message.
+ON_OWN_GPU = dict((i, [100 + i]) for i in range(8))
+ALL_ON_0 = dict([(0, list(range(100, 108)))] + [(i, []) for i in range(1, 8)])
+GPU_CASES = [
+    # ranks, util, gpu pids, ok, case, phrases in the message, ranks_on_gpus of the first rank
+    (ranks(8), ALL_BUSY, ON_OWN_GPU, True, "ok", [], [0]),
+    (ranks(8), ONE_BUSY, ALL_ON_0, False, "one_busy_rest_asleep",
+     ["nvidia-smi: ranks 100-107 all on GPU 0", "set_device(LOCAL_RANK)"], [0]),
+    (ranks(8), dict(list(ALL_BUSY.items()) + [(7, 0.0)]),
+     dict(list(ON_OWN_GPU.items()) + [(6, [106, 107]), (7, [])]), False, "cards_asleep",
+     ["nvidia-smi: ranks on GPU 0: 100; ", "GPU 6: 106-107; GPU(s) 7 without a rank"], [0]),
+    (ranks(8), ALL_BUSY, dict((i, []) for i in range(8)), True, "ok", [], []),
+    (ranks(4), ALL_BUSY, dict((i, []) for i in range(8)), False, "process_count_mismatch",
+     ["nvidia-smi lists no process on any GPU"], []),
+    (ranks(4), ALL_BUSY, dict((i, [9000 + i]) for i in range(8)), False, "process_count_mismatch",
+     ["nvidia-smi lists none of the ranks on a GPU (it lists pids 9000-9007"], []),
+    (ranks(4), ALL_BUSY, {0: [100], 1: [101]}, False, "process_count_mismatch",
+     ["nvidia-smi: ranks on GPU 0: 100; GPU 1: 101; rank(s) 102-103 on no GPU"], [0]),
+]
+
+
+@pytest.mark.parametrize("found, util, gpu_pids, ok, case, phrases, first_on", GPU_CASES)
+def test_verdict_with_gpu_pids(found, util, gpu_pids, ok, case, phrases, first_on):
+    out = lp.verdict(found, util, 10.0, None, None, gpu_pids)
+    assert (out["ok"], out["case"]) == (ok, case), out["message"]
+    for phrase in phrases:
+        assert phrase in out["message"], out["message"]
+    if ok:
+        assert "nvidia-smi" not in out["message"]
+    assert out["ranks_on_gpus"]["100"] == first_on
+    assert out["gpu_processes"] == dict((str(i), p) for i, p in gpu_pids.items())
+    json.dumps(out)
+
+
+def test_verdict_without_gpu_pids_has_no_gpu_keys():
+    out = lp.verdict(ranks(8), ALL_BUSY, 10.0)
+    assert "gpu_processes" not in out and "ranks_on_gpus" not in out
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("0=110+111,1=,2=112", {0: [110, 111], 1: [], 2: [112]}), ("", {}), ("3=7", {3: [7]})])
+def test_parse_gpu_pids(text, expected):
+    assert lp.parse_gpu_pids(text) == expected
+
+
+def test_main_with_gpu_pids(torchrun_job, capsys):
+    pids = ",".join(["0=" + "+".join(str(110 + i) for i in range(8))] + ["%d=" % i for i in range(1, 8)])
+    util = ",".join("%d=%s" % (i, 99 if i == 0 else 0) for i in range(8))
+    assert lp.main(["--util", util, "--gpu-pids", pids, "--proc", str(torchrun_job)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["case"] == "one_busy_rest_asleep" and "ranks 110-117 all on GPU 0" in out["message"]
+    with pytest.raises(SystemExit) as exc:
+        lp.main(["--util", util, "--gpu-pids", "0=x", "--proc", str(torchrun_job)])
+    assert exc.value.code == 2 and "pids must be numbers" in capsys.readouterr().err
