@@ -1,9 +1,17 @@
 """SIMULATOR: the stand-in `eccl` torch.distributed backend.
 
 Not Enflame's ECCL: every collective is delegated to torch's own gloo process
-group on CPU tensors, so the collective level of gcu.topsrider.eccl_probe runs
-for real on a simulated node. A rank bound to a simulated card whose state
-carries `"hang": true` blocks inside the collective, as a wedged card would.
+group (the simulated device memory is host memory), so the collective level of
+gcu.topsrider.eccl_probe runs for real on a simulated node. What a T20 refuses,
+this refuses too:
+
+- a collective on a tensor in host memory (not placed through the device
+  APIs, see _device.py), with a RuntimeError as a device backend raises;
+- a process group when the libeccl.so loaded is not the stack version the
+  wheel was built for (torch_gcu and libeccl come from one release).
+
+A rank bound to a simulated card whose state carries `"hang": true` blocks
+inside the collective, as a wedged card would.
 """
 import datetime
 import os
@@ -12,6 +20,8 @@ import time
 
 import torch.distributed as dist
 
+from . import _build_info
+from . import _device
 from . import _sim_state
 
 BACKEND_NAME = "eccl"
@@ -21,6 +31,30 @@ def _debug(msg):
     if os.environ.get("ECCL_DEBUG", "").upper() in ("INFO", "TRACE"):
         sys.stderr.write("ECCL INFO [simulated] %s\n" % msg)
         sys.stderr.flush()
+
+
+def _release(version):
+    return str(version or "").split("+", 1)[0].split("-", 1)[0].strip()
+
+
+def check_library_version():
+    """Refuse a libeccl.so from another release than the wheel's (SIMULATED check)."""
+    import torch_gcu  # the package, already imported: pylint: disable=import-outside-toplevel
+    loaded = torch_gcu.eccl_version()
+    if _release(loaded) != _release(_build_info.STACK_VERSION):
+        raise RuntimeError(
+            "ECCL error [simulated]: libeccl.so version %s does not match TopsRider %s, the stack this torch_gcu "
+            "(%s) was built for: install the tops-eccl package and the torch_gcu wheel of one release"
+            % (loaded or "unknown (no ecclGetVersionString)", _build_info.STACK_VERSION, _build_info.VERSION))
+
+
+def _refuse_host(tensors, what):
+    for tensor in tensors:
+        if _device.mark_of(tensor) == _device.HOST:
+            raise RuntimeError(
+                "ECCL error [simulated]: %s on a tensor in host memory (device cpu): eccl works on GCU tensors "
+                "only (no backend type for device type cpu); place it with torch.device('gcu', LOCAL_RANK) "
+                "(torch_gcu 2.x) or torch_gcu.gcu_device(LOCAL_RANK) (1.x)" % what)
 
 
 def _card_for_rank(rank):
@@ -38,6 +72,7 @@ class ProcessGroupECCL(dist.ProcessGroup):
 
     def __init__(self, store, rank, size, timeout):
         super(ProcessGroupECCL, self).__init__(rank, size)
+        check_library_version()
         card = _card_for_rank(rank)
         if card is None:
             raise RuntimeError("ECCL error [simulated]: no GCU device visible to rank %d "
@@ -60,19 +95,23 @@ class ProcessGroupECCL(dist.ProcessGroup):
 
     def allreduce(self, tensors, opts=None):
         self._maybe_hang("allreduce")
+        _refuse_host(tensors, "allreduce")
         return self._gloo.allreduce(tensors, opts if opts is not None else dist.AllreduceOptions())
 
     def broadcast(self, tensors, opts=None):
         self._maybe_hang("broadcast")
+        _refuse_host(tensors, "broadcast")
         return self._gloo.broadcast(tensors, opts if opts is not None else dist.BroadcastOptions())
 
     def allgather(self, output_tensors, input_tensors, opts=None):
         self._maybe_hang("allgather")
+        _refuse_host(input_tensors, "allgather")
         return self._gloo.allgather(output_tensors, input_tensors,
                                     opts if opts is not None else dist.AllgatherOptions())
 
     def reduce(self, tensors, opts=None):
         self._maybe_hang("reduce")
+        _refuse_host(tensors, "reduce")
         return self._gloo.reduce(tensors, opts if opts is not None else dist.ReduceOptions())
 
     def barrier(self, opts=None):

@@ -1,0 +1,223 @@
+"""SIMULATOR: the stand-in's GCU device, so that device code is needed where hardware needs it.
+
+Not Enflame code, and no device memory: a "GCU tensor" here is a CPU tensor
+whose storage the stand-in has recorded as placed on card N. What matters is
+that the stand-in refuses what a T20 refuses:
+
+- tensors are placed only through the device APIs real training code uses:
+  torch_gcu 1.x ``torch_gcu.gcu_device(i)`` (an ``xla`` device) and torch_gcu 2.x
+  ``torch.device("gcu", i)`` (``torch.gcu.set_device``, ``current_device``,
+  ``synchronize``), with ``.to(device)``, ``model.to(device)`` or a factory call
+  with ``device=``; an ordinal past the visible cards is refused;
+- a tensor created in host memory (a factory call without a GCU device, or
+  ``.cpu()``) is marked as host memory, and the ``eccl`` backend
+  (_eccl_backend.py) refuses a collective on it, as a device backend does;
+  DistributedDataParallel over host parameters is refused the same way;
+- results of operations on placed tensors are placed.
+
+How: a TorchFunctionMode, entered when torch_gcu is imported, sees every
+Python-level torch call of the importing thread. Storages are recorded in a
+weak map (so nothing is kept alive). Tensors made inside torch's C++ code
+(DDP's buckets, autograd's gradients) are neither placed nor host here: the
+stand-in cannot tell where real hardware would have put them, so it accepts
+them; the checks that matter (the user's tensors, DDP's parameters) are on
+what Python code made. Limit: ``tensor.device`` still reads ``cpu``.
+"""
+import threading
+import types
+import weakref
+
+import torch
+import torch.distributed as dist
+from torch.overrides import TorchFunctionMode
+
+from . import _sim_state
+
+HOST = "host"
+DEVICE_TYPES = ("gcu", "xla", "privateuseone")
+_marks = weakref.WeakKeyDictionary()
+_current = threading.local()
+
+
+class PlacementError(RuntimeError):
+    """Raised where a GCU device would refuse (SIMULATED)."""
+
+
+def _storage(tensor):
+    try:
+        return tensor.untyped_storage()
+    except (RuntimeError, TypeError, NotImplementedError):
+        return None
+
+
+def mark_of(tensor):
+    """The card index a tensor was placed on, HOST, or None (made by torch's C++ code)."""
+    if not isinstance(tensor, torch.Tensor):
+        return None
+    storage = _storage(tensor)
+    return _marks.get(storage) if storage is not None else None
+
+
+def _record(value, mark):
+    if isinstance(value, torch.Tensor):
+        storage = _storage(value)
+        if storage is None:
+            return
+        # A placed storage stays placed: .cpu() of a tensor already on the CPU returns itself.
+        if mark == HOST and _marks.get(storage) not in (None, HOST):
+            return
+        _marks[storage] = mark
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _record(item, mark)
+
+
+def visible_count():
+    return len(_sim_state.visible_cards())
+
+
+def _device_mark(device):
+    """HOST, a card index, or None when `device` names no device."""
+    if device is None or isinstance(device, (int, torch.Tensor)):
+        return None
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError):
+        return None
+    if device.type not in DEVICE_TYPES:
+        return HOST
+    index = device.index if device.index is not None else current_device()
+    count = visible_count()
+    if not 0 <= index < count:
+        raise PlacementError("GCU error [simulated]: invalid device ordinal %d: %d GCU(s) visible to this process"
+                             % (index, count))
+    return index
+
+
+def _tensors(args, kwargs):
+    for value in list(args) + list(kwargs.values()):
+        if isinstance(value, torch.Tensor):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                if isinstance(item, torch.Tensor):
+                    yield item
+
+
+class _PlacementMode(TorchFunctionMode):
+    """SIMULATED: records where each tensor made by Python code lives."""
+
+    def __torch_function__(self, func, types_, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        args = tuple(args)
+        mark = _device_mark(kwargs.get("device"))
+        if mark is not None and mark != HOST:
+            kwargs["device"] = torch.device("cpu")
+        elif mark is None and func is torch.Tensor.to:
+            for pos, value in enumerate(args[1:], 1):
+                if isinstance(value, (str, torch.device)):
+                    mark = _device_mark(value)
+                    if mark is not None and mark != HOST:
+                        args = args[:pos] + (torch.device("cpu"),) + args[pos + 1:]
+                    break
+        if mark is None and func is torch.Tensor.cpu:
+            mark = HOST
+        if mark is None:
+            marks = [mark_of(t) for t in _tensors(args, kwargs)]
+            placed = [m for m in marks if m not in (None, HOST)]
+            mark = placed[0] if placed else HOST
+        out = func(*args, **kwargs)
+        _record(out, mark)
+        return out
+
+
+_mode = None
+
+
+def enable():
+    """Enter the placement mode for the importing thread (once)."""
+    global _mode  # pylint: disable=global-statement
+    if _mode is None:
+        _mode = _PlacementMode()
+        _mode.__enter__()
+
+
+# ---- the device APIs --------------------------------------------------------
+
+def current_device():
+    return getattr(_current, "index", 0)
+
+
+def set_device(device):
+    index = device.index if isinstance(device, torch.device) else int(device)
+    count = visible_count()
+    if not 0 <= index < count:
+        raise PlacementError("GCU error [simulated]: invalid device ordinal %d: %d GCU(s) visible to this process"
+                             % (index, count))
+    _current.index = index
+
+
+def synchronize(device=None):  # pylint: disable=unused-argument
+    """SIMULATED: CPU work is done when the call returns."""
+    return None
+
+
+def gcu_device(index=None):
+    """torch_gcu 1.x: the rank's device (an xla device)."""
+    return torch.device("xla", current_device() if index is None else int(index))
+
+
+def device_module(is_available, device_count):
+    """torch.gcu for the 2.x API, registered as torch's PrivateUse1 device 'gcu'."""
+    module = types.ModuleType("torch.gcu", "SIMULATED GCU device module (gcu.topsrider sim/)")
+    module.is_available = is_available
+    module.device_count = device_count
+    module.current_device = current_device
+    module.set_device = set_device
+    module.synchronize = synchronize
+    module.is_initialized = lambda: True
+    module._is_in_bad_fork = lambda: False  # pylint: disable=protected-access
+    module.manual_seed = lambda seed: None
+    module.manual_seed_all = lambda seed: None
+    return module
+
+
+def register_gcu_device(module):
+    if getattr(torch, "gcu", None) is module:
+        return
+    torch.utils.rename_privateuse1_backend("gcu")
+    torch._register_device_module("gcu", module)  # pylint: disable=protected-access
+    # torch asks the current accelerator for its C++ hooks (dist.barrier, for
+    # one); the stand-in has none: its device memory is host memory.
+    torch._C._get_accelerator = _host_accelerator  # pylint: disable=protected-access
+
+
+def _host_accelerator(check=False):  # pylint: disable=unused-argument
+    return torch.device("cpu")
+
+
+# ---- DistributedDataParallel over host parameters -------------------------------
+
+def refuse_host_parameters():
+    """DDP checks its parameters' shapes with a collective on the parameters'
+    device; on a T20 with host parameters that collective fails. Same here."""
+    original = dist._verify_params_across_processes  # pylint: disable=protected-access
+    if getattr(original, "_topsrider_sim", False):
+        return
+
+    def verify(process_group, tensors, *args, **kwargs):
+        try:
+            backend = dist.get_backend(process_group)
+        except (RuntimeError, ValueError):
+            backend = None
+        if backend == "eccl":
+            host = [i for i, t in enumerate(tensors) if mark_of(t) == HOST]
+            if host:
+                raise PlacementError(
+                    "ECCL error [simulated]: DistributedDataParallel over %d parameter(s) in host memory "
+                    "(device cpu): eccl reduces GCU tensors only; move the model to the rank's GCU first "
+                    "(model.to(torch.device('gcu', LOCAL_RANK)) / torch_gcu.gcu_device(LOCAL_RANK))" % len(host))
+        return original(process_group, tensors, *args, **kwargs)
+
+    verify._topsrider_sim = True  # pylint: disable=protected-access
+    dist._verify_params_across_processes = verify  # pylint: disable=protected-access
