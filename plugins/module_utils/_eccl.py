@@ -19,7 +19,15 @@ import json
 import os
 import re
 
+from ansible_collections.gcu.topsrider.plugins.module_utils._collective_rank import BUSBW_FORMULA
+
 LIBRARY_NAME = "libeccl.so"
+# NVIDIA nodes: the system's NCCL (a torch CUDA wheel carries its own copy, so
+# none on the system is no problem; the collective level reports what is loaded).
+NCCL_LIBRARY_NAME = "libnccl.so"
+NCCL_SONAME = "libnccl.so.2"
+NCCL_LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/local/cuda/lib64", "/usr/local/nccl/lib", "/usr/lib64",
+                     "/usr/local/lib")
 
 # TopsRider releases put their libraries under one of these.
 DEFAULT_LIBRARY_DIRS = (
@@ -85,6 +93,15 @@ PROBLEMS = {
         "no GCU is visible to the training interpreter",
         "Check the driver with gcu.topsrider.gcu_devices (driver loaded, cards present) and that "
         "ENFLAME_VISIBLE_DEVICES / TOPS_VISIBLE_DEVICES are not 'none' or wrong indices."),
+    "LIBRARY_VERSION_MISMATCH": (
+        "the libeccl.so that torch_gcu loads is from another TopsRider release than the one torch_gcu was built "
+        "for; ECCL refuses to start (a T20 fails at init_process_group)",
+        "Install tops-eccl and the torch_gcu wheel of one release (playbooks/deploy.yml with one bundle); "
+        "`dpkg -l tops-eccl` and the torch_gcu version's +<release> suffix must agree."),
+    "WORLD_SIZE_TOO_LARGE": (
+        "more ranks were asked for than the backend has visible devices; a device backend needs one card per rank",
+        "Leave world_size unset (the visible device count is used) or lower it; check ENFLAME_VISIBLE_DEVICES / "
+        "CUDA_VISIBLE_DEVICES."),
     "MASTER_PORT_IN_USE": (
         "the rendezvous port on 127.0.0.1 is already taken",
         "Leave master_port unset (a free port is chosen) or choose a free one."),
@@ -286,6 +303,18 @@ def version_of(lib):
         fs.restype = ctypes.c_char_p
         s = fs()
         out["version_string"] = s.decode("ascii", "replace") if s else None
+    try:
+        fn = lib.ncclGetVersion
+    except AttributeError:
+        fn = None
+    if fn is not None:
+        v = ctypes.c_int(0)
+        fn.argtypes = [ctypes.POINTER(ctypes.c_int)]
+        fn.restype = ctypes.c_int
+        if fn(ctypes.byref(v)) == 0:
+            n = v.value
+            out["version_string"] = ("%d.%d.%d" % (n // 10000, (n // 100) % 100, n % 100) if n >= 10000
+                                     else "%d.%d.%d" % (n // 1000, (n // 100) % 10, n % 100))
     return out
 
 report = {"soname": sys.argv[1], "by_soname": {}, "copies": []}
@@ -318,7 +347,7 @@ r = {"python": sys.executable, "python_version": platform.python_version(),
      "torch_gcu_location": None, "torch_gcu_warnings": [], "torch_gcu_requires": [],
      "api_generation": None, "is_available": None, "device_count": None,
      "distributed_available": None, "backend": backend, "backend_registered": None,
-     "backend_error": None}
+     "backend_error": None, "loaded_library": None, "cuda_version": None, "nccl_version": None}
 
 def err(exc):
     return "%s: %s" % (type(exc).__name__, exc)
@@ -361,7 +390,7 @@ except Exception as exc:
     r["torch_error"] = err(exc)
 
 tg = None
-if torch is not None:
+if torch is not None and backend == "eccl":
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -397,6 +426,49 @@ if tg is not None:
         except Exception as exc:
             r["device_error"] = err(exc)
 
+if torch is not None and backend == "nccl":
+    r["api_generation"] = "cuda"
+    try:
+        r["is_available"] = bool(torch.cuda.is_available())
+        r["device_count"] = int(torch.cuda.device_count()) if r["is_available"] else 0
+        r["cuda_version"] = getattr(torch.version, "cuda", None)
+        if r["is_available"]:
+            nv = torch.cuda.nccl.version()
+            r["nccl_version"] = ".".join(str(x) for x in nv) if isinstance(nv, tuple) else str(nv)
+    except Exception as exc:
+        r["device_error"] = err(exc)
+
+# The collective library this interpreter has loaded now (torch_gcu loads libeccl
+# at import; a CUDA torch loads libnccl with its CUDA libraries).
+prefix = {"eccl": "libeccl", "nccl": "libnccl"}.get(backend)
+if prefix:
+    r["loaded_library"] = {"name": prefix, "path": None, "version": None}
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and os.path.basename(parts[5].strip()).startswith(prefix):
+                    r["loaded_library"]["path"] = parts[5].strip()
+                    break
+    except (IOError, OSError):
+        pass
+    if backend == "eccl" and tg is not None and hasattr(tg, "eccl_version"):
+        try:
+            r["loaded_library"]["version"] = tg.eccl_version()
+        except Exception:
+            pass
+    elif backend == "eccl" and r["loaded_library"]["path"]:
+        import ctypes
+        try:
+            fs = ctypes.CDLL(r["loaded_library"]["path"]).ecclGetVersionString
+            fs.restype = ctypes.c_char_p
+            v = fs()
+            r["loaded_library"]["version"] = v.decode("ascii", "replace") if v else None
+        except (OSError, AttributeError):
+            pass
+    elif backend == "nccl":
+        r["loaded_library"]["version"] = r.get("nccl_version")
+
 if torch is not None:
     try:
         import torch.distributed as dist
@@ -429,55 +501,6 @@ if torch is not None:
 sys.stdout.write("\n" + MARK + json.dumps(r) + "\n")
 '''
 
-RANK_SCRIPT = r'''
-import datetime, json, os, sys, time
-MARK = "@@ECCL_PROBE_REPORT@@"
-STAGE = "@@ECCL_PROBE_STAGE@@"
-args = json.loads(sys.argv[1])
-
-def stage(name):
-    sys.stdout.write("\n%s %s\n" % (STAGE, name))
-    sys.stdout.flush()
-
-rank = int(os.environ["RANK"])
-world = int(os.environ["WORLD_SIZE"])
-stage("import torch")
-import torch
-import torch.distributed as dist
-if args["import_torch_gcu"]:
-    stage("import torch_gcu")
-    import torch_gcu  # noqa: F401  (registers the eccl backend)
-stage("init_process_group")
-dist.init_process_group(args["backend"], init_method="env://", rank=rank, world_size=world,
-                        timeout=datetime.timedelta(seconds=args["timeout"]))
-expected = world * (world + 1) / 2.0
-results = []
-for size in args["sizes"]:
-    n = max(1, size // 4)
-    t = torch.full((n,), float(rank + 1), dtype=torch.float32)
-    stage("all_reduce %d" % (n * 4))
-    dist.all_reduce(t)  # warm-up
-    dist.barrier()
-    total = 0.0
-    ok = True
-    got = None
-    for _ in range(args["iterations"]):
-        t.fill_(float(rank + 1))
-        t0 = time.perf_counter()
-        dist.all_reduce(t)
-        total += time.perf_counter() - t0
-        ok = ok and bool(t.eq(expected).all())
-        got = float(t[0])
-    results.append({"size_bytes": n * 4, "seconds": total / args["iterations"],
-                    "correct": ok, "expected": expected, "got": got})
-stage("report")
-sys.stdout.write("\n" + MARK + json.dumps({"rank": rank, "world_size": world,
-                                          "backend": dist.get_backend(), "results": results}) + "\n")
-sys.stdout.flush()
-dist.destroy_process_group()
-'''
-
-
 def parse_report(stdout):
     """The JSON report a probe child printed after REPORT_MARKER, or None."""
     for line in reversed((stdout or "").splitlines()):
@@ -502,7 +525,7 @@ def last_stage(stdout):
 # Classification
 
 
-def classify_library(copies, soname_report):
+def classify_library(copies, soname_report, name=LIBRARY_NAME):
     """Merge the load report into copies; return (library result, problems).
 
     copies: find_copies() output. soname_report: the LIBRARY_SCRIPT report
@@ -511,7 +534,7 @@ def classify_library(copies, soname_report):
     problems = []
     if soname_report is None:
         # Nothing is known about loading: report the copies only (the caller adds PROBE_FAILED).
-        result = {"name": LIBRARY_NAME, "path": None, "version": None, "loadable": None, "error": None,
+        result = {"name": name, "path": None, "version": None, "loadable": None, "error": None,
                   "copies": [dict(c, loadable=None, error=None, version=None, version_string=None) for c in copies]}
         return result, problems
     by_soname = soname_report.get("by_soname") or {}
@@ -533,7 +556,7 @@ def classify_library(copies, soname_report):
         for entry in out_copies:
             entry["loaded_by_soname"] = entry["realpath"] == real
     result = {
-        "name": LIBRARY_NAME,
+        "name": name,
         "path": loaded_path if loadable else None,
         "version": version if loadable else None,
         "loadable": loadable,
@@ -542,7 +565,7 @@ def classify_library(copies, soname_report):
     }
     if not out_copies and not loadable:
         problems.append(problem("LIBRARY_MISSING", "%s not found anywhere (%s)" % (
-            LIBRARY_NAME, by_soname.get("error") or "no copy in the searched directories")))
+            name, by_soname.get("error") or "no copy in the searched directories")))
         return result, problems
     bad = [c for c in out_copies if c["loadable"] is False]
     for c in bad:
@@ -552,13 +575,13 @@ def classify_library(copies, soname_report):
         problems.append(problem(
             "LIBRARY_NOT_ON_LOADER_PATH",
             "%s is installed in %s but dlopen('%s') fails: %s" % (
-                LIBRARY_NAME, ", ".join(dirs), LIBRARY_NAME, by_soname.get("error")),
+                name, ", ".join(dirs), name, by_soname.get("error")),
             "Put %s in /etc/ld.so.conf.d/topsrider.conf and run ldconfig "
             "(role gcu.topsrider.eccl_env does both)." % ", ".join(dirs)))
     if len(out_copies) > 1:
         desc = ", ".join("%s (%s)" % (c["realpath"], c["version"] or "version unknown") for c in out_copies)
         problems.append(problem("LIBRARY_DUPLICATE", "%d copies of %s: %s; the loader picks %s" % (
-            len(out_copies), LIBRARY_NAME, desc, loaded_path or "none")))
+            len(out_copies), name, desc, loaded_path or "none")))
     return result, problems
 
 
@@ -614,8 +637,19 @@ def _vtuple(version, strip=True):
     return tuple(out)
 
 
+def stack_of(torch_gcu_version):
+    """'2.13.0+2.5.136' -> '2.5.136' (the TopsRider release a torch_gcu wheel was built for), or None."""
+    parts = str(torch_gcu_version or "").split("+", 1)
+    return parts[1].strip() if len(parts) == 2 and parts[1].strip() else None
+
+
 def classify_framework(report, backend):
-    """FRAMEWORK_SCRIPT report -> (framework result, problems)."""
+    """FRAMEWORK_SCRIPT report -> (framework result, problems).
+
+    The backend decides what is checked: torch_gcu (and its torch
+    requirement, API generation and libeccl) only for eccl; CUDA devices for
+    nccl; nothing device-side for gloo.
+    """
     problems = []
     spec = torch_requirement(report.get("torch_gcu_requires"))
     required = spec[2:] if spec and spec.startswith("==") and not spec.startswith("===") else spec
@@ -636,23 +670,26 @@ def classify_framework(report, backend):
         "backend_registered": report.get("backend_registered"),
         "torch_required": required,
         "torch_matches": matches,
+        "loaded_library": report.get("loaded_library"),
+        "cuda_version": report.get("cuda_version"),
     }
     python = report.get("python")
     if report.get("torch_version") is None:
         problems.append(problem("TORCH_MISSING", "torch cannot be imported by %s: %s" % (
             python, report.get("torch_error"))))
-        if report.get("torch_gcu_installed") is False:
+        if backend == "eccl" and report.get("torch_gcu_installed") is False:
             problems.append(problem("TORCH_GCU_MISSING", "torch_gcu is not installed for %s either" % python))
         return result, problems
     gcu_ok = False
-    if report.get("torch_gcu_missing"):
-        problems.append(problem("TORCH_GCU_MISSING", "torch_gcu is not installed for %s (torch %s is)" % (
-            python, report.get("torch_version"))))
-    elif report.get("torch_gcu_error"):
-        problems.append(problem("TORCH_GCU_IMPORT_FAILED", "import torch_gcu failed in %s: %s" % (
-            python, report.get("torch_gcu_error"))))
-    else:
-        gcu_ok = True
+    if backend == "eccl":
+        if report.get("torch_gcu_missing"):
+            problems.append(problem("TORCH_GCU_MISSING", "torch_gcu is not installed for %s (torch %s is)" % (
+                python, report.get("torch_version"))))
+        elif report.get("torch_gcu_error"):
+            problems.append(problem("TORCH_GCU_IMPORT_FAILED", "import torch_gcu failed in %s: %s" % (
+                python, report.get("torch_gcu_error"))))
+        else:
+            gcu_ok = True
     if gcu_ok:
         if matches is False:
             message = "torch_gcu %s requires torch %s but %s has torch %s" % (
@@ -667,6 +704,20 @@ def classify_framework(report, backend):
                 report.get("api_generation"), report.get("device_count") or 0,
                 "" if report.get("device_count") == 1 else "s",
                 (": " + report["device_error"]) if report.get("device_error") else "")))
+        loaded = report.get("loaded_library") or {}
+        want = stack_of(report.get("torch_gcu_version"))
+        have = loaded.get("version")
+        if want and have and _release(have) != _release(want):
+            problems.append(problem("LIBRARY_VERSION_MISMATCH", "torch_gcu %s (built for TopsRider %s) loads %s "
+                                    "version %s" % (report.get("torch_gcu_version"), want,
+                                                    loaded.get("path") or LIBRARY_NAME, have)))
+    if backend == "nccl" and not report.get("device_count"):
+        problems.append(problem(
+            "NO_DEVICES", "torch.cuda sees no GPU in %s (torch %s, CUDA %s)%s" % (
+                python, report.get("torch_version"), report.get("cuda_version") or "none: a CPU-only torch",
+                (": " + report["device_error"]) if report.get("device_error") else ""),
+            "Install a CUDA build of torch into the interpreter that trains, check the driver with "
+            "gcu.topsrider.gcu_devices (vendor nvidia) and that CUDA_VISIBLE_DEVICES is not empty."))
     if report.get("backend_registered") is False:
         if report.get("distributed_available") is False:
             why = report.get("backend_error") or "torch built without distributed"
@@ -730,7 +781,9 @@ def classify_collective(outcomes, world_size, timed_out, timeout):
     failed = [o for o in outcomes if not o.get("report") and not o.get("killed")]
     for o in failed:
         err = tail(o.get("stderr"), 8)
-        if "Invalid backend" in err or "Unknown c10d backend" in err:
+        if "does not match TopsRider" in err:
+            problems.append(problem("LIBRARY_VERSION_MISMATCH", "rank %d: %s" % (o["rank"], err.splitlines()[-1])))
+        elif "Invalid backend" in err or "Unknown c10d backend" in err:
             problems.append(problem("BACKEND_NOT_REGISTERED", "rank %d: %s" % (o["rank"], err.splitlines()[-1])))
         elif "address already in use" in err.lower() or "EADDRINUSE" in err:
             problems.append(problem("MASTER_PORT_IN_USE", "rank %d could not use the rendezvous port: %s" % (
@@ -741,9 +794,19 @@ def classify_collective(outcomes, world_size, timed_out, timeout):
     aborted = [o["rank"] for o in outcomes if not o.get("report") and o.get("killed") == "aborted"]
     if aborted and problems:
         problems[-1]["message"] += "; ranks %s were killed after that" % _ranks_text(aborted)
+    libraries = []
+    for o in reported:
+        lib = o["report"].get("library")
+        if lib and lib not in libraries:
+            libraries.append(lib)
     fields = {
         "ranks_reported": len(reported),
         "timed_out": bool(timed_out),
+        "bandwidth": BUSBW_FORMULA,
+        # What the ranks really loaded (their own /proc/self/maps): one entry unless ranks differ.
+        "libraries": libraries,
+        "devices": sorted(set(o["report"].get("device") for o in reported if o["report"].get("device"))),
+        "api": (reported[0]["report"].get("api") if reported else None),
         "results": results,
         "ranks": [{"rank": o["rank"], "pid": o.get("pid"), "rc": o.get("rc"), "reported": bool(o.get("report")),
                    "last_stage": o.get("last_stage"), "killed": o.get("killed")} for o in outcomes],

@@ -14,17 +14,30 @@ version_added: "0.1.0"
 description:
   - A stack that is installed is not necessarily working. This module checks, in levels that each include the ones before
     them, that the Enflame collective library works in the interpreter that trains.
-  - C(library) finds every C(libeccl.so) (ldconfig cache, C(/etc/ld.so.conf) and C(/etc/ld.so.conf.d),
-    O(library_dirs), C(LD_LIBRARY_PATH) from O(environment), TopsRider's default directories), loads it by
+  - The O(backend) decides what is checked. C(eccl) (T20) checks libeccl.so and torch_gcu; C(nccl) (NVIDIA)
+    checks CUDA devices and NCCL and raises no libeccl or torch_gcu problem; C(gloo) runs in host memory.
+  - C(library) finds every copy of the backend's library (C(libeccl.so); for C(nccl) the system's
+    C(libnccl.so*)) in the ldconfig cache, C(/etc/ld.so.conf) and C(/etc/ld.so.conf.d),
+    O(library_dirs), C(LD_LIBRARY_PATH) from O(environment) and the vendor's default directories, loads it by
     soname and every copy by path with ctypes in a child process, and reads its version
-    (C(ecclGetVersion) / C(ecclGetVersionString)) when it exports one.
-  - C(framework) runs a child process of O(python) that imports torch and torch_gcu, detects the torch_gcu
-    API generation (1.x C(torch_gcu.device_count), 2.x C(torch.gcu.device_count)), counts the visible cards,
-    asks C(torch.distributed) whether O(backend) is registered, and compares the installed torch with the
-    C(Requires-Dist) of the installed torch_gcu distribution.
-  - C(collective) starts one child per rank (O(world_size)), each runs C(init_process_group) with O(backend) over
-    127.0.0.1, an all-reduce at each of O(sizes) with the sum checked on every rank, and reports latency and
-    bus bandwidth. The whole run is bounded by O(timeout); on timeout every child's process group is killed.
+    (C(ecclGetVersion) / C(ecclGetVersionString) / C(ncclGetVersion)). For C(nccl) this is information only:
+    a CUDA torch wheel carries its own NCCL, so no system copy is no problem.
+  - C(framework) runs a child process of O(python) that imports torch (and torch_gcu for C(eccl)), detects the
+    API generation (torch_gcu 1.x C(torch_gcu.device_count), 2.x C(torch.gcu.device_count); C(cuda) for
+    C(nccl)), counts the visible devices, asks C(torch.distributed) whether O(backend) is registered, compares
+    the installed torch with the C(Requires-Dist) of the installed torch_gcu distribution, and reads which
+    collective library the interpreter loaded (its own C(/proc/self/maps)) and its version; a libeccl.so of
+    another release than the torch_gcu wheel's is C(LIBRARY_VERSION_MISMATCH).
+  - C(collective) starts one child per rank (O(world_size)), each places its tensors on its own device
+    (torch_gcu 1.x C(torch_gcu.gcu_device(LOCAL_RANK)), 2.x C(torch.gcu.set_device) and
+    C(torch.device("gcu", LOCAL_RANK)), NVIDIA C(torch.device("cuda", LOCAL_RANK)); host memory only for
+    C(gloo)), runs C(init_process_group) with O(backend) over 127.0.0.1 and an all-reduce at each of O(sizes)
+    with the sum checked on every rank. Timing follows nccl-tests: O(warmup) calls, the device synchronized
+    before and after O(iterations) timed calls; algbw = bytes / time, busbw = algbw x 2(n-1)/n. Each rank
+    reports the collective library it really loaded (path and version, from its own memory maps and the
+    library's version call). The rank code is C(module_utils/_collective_rank.py), the same file the
+    dist_launch role installs for its smoke job. The whole run is bounded by O(timeout); on timeout every
+    child's process group is killed.
   - Every failure becomes a problem C({code, message, hint}); see RV(problems) for the codes.
   - Read-only. It never reports C(changed). Check mode runs the same probes, since they change nothing.
 author:
@@ -51,12 +64,15 @@ options:
   world_size:
     description:
       - Number of ranks of the C(collective) level.
-      - Defaults to the number of cards visible to torch_gcu, at least 2.
+      - Defaults to the number of devices the framework level reports for O(backend) (1 is valid); C(gloo)
+        defaults to 2.
+      - A device backend never gets more ranks than visible devices (C(WORLD_SIZE_TOO_LARGE)).
     type: int
   backend:
     description:
       - The C(torch.distributed) backend to check and to run the all-reduce with.
-      - C(gloo) and C(nccl) are allowed for comparison; only C(eccl) imports torch_gcu in the ranks.
+      - C(eccl) on Enflame nodes (imports torch_gcu in the ranks), C(nccl) on NVIDIA nodes, C(gloo) in host
+        memory for comparison.
     type: str
     choices: [eccl, gloo, nccl]
     default: eccl
@@ -81,9 +97,14 @@ options:
     default: [4096, 1048576]
   iterations:
     description:
-      - Timed all-reduce calls per size (after one warm-up call); latency is their mean on the slowest rank.
+      - Timed all-reduce calls per size; latency is the time per call on the slowest rank.
     type: int
     default: 5
+  warmup:
+    description:
+      - Untimed all-reduce calls per size before the timed ones (after the one whose sum is checked).
+    type: int
+    default: 2
   master_port:
     description:
       - Rendezvous port on 127.0.0.1 for the C(collective) level.
@@ -141,6 +162,13 @@ EXAMPLES = r'''
     msg: "{{ eccl.collective.results | map(attribute='busbw_gbps') | list }}"
   when: eccl.healthy
 
+- name: An NVIDIA node - NCCL on every GPU, 1 MiB to 256 MiB
+  gcu.topsrider.eccl_probe:
+    level: collective
+    backend: nccl
+    python: /opt/venvs/train/bin/python
+    sizes: [1048576, 16777216, 268435456]
+
 - name: Compare with gloo on four ranks
   gcu.topsrider.eccl_probe:
     level: collective
@@ -173,6 +201,9 @@ problems:
     - C(BACKEND_NOT_REGISTERED) C(torch.distributed) rejects O(backend) (C(Invalid backend)); import torch_gcu
       in the training interpreter before C(init_process_group).
     - C(NO_DEVICES) torch_gcu sees no card; check the driver and C(ENFLAME_VISIBLE_DEVICES).
+    - C(LIBRARY_VERSION_MISMATCH) the libeccl.so torch_gcu loads is from another release than the wheel;
+      deploy tops-eccl and torch_gcu from one bundle.
+    - C(WORLD_SIZE_TOO_LARGE) more ranks asked for than visible devices; leave O(world_size) unset.
     - C(MASTER_PORT_IN_USE) the rendezvous port is taken; leave O(master_port) unset.
     - C(RANK_TIMEOUT) ranks did not report within O(timeout) and were killed; the message names the stage
       each was in; check card health and run with C(ECCL_DEBUG=INFO).
@@ -291,6 +322,15 @@ framework:
     torch_matches:
       description: Whether the installed torch satisfies it; null when either is unknown.
       type: bool
+    loaded_library:
+      description: The collective library the probed interpreter has loaded (C(eccl) after C(import torch_gcu);
+        C(nccl) with CUDA), from its own C(/proc/self/maps); null for C(gloo).
+      type: dict
+      sample: {name: libnccl, path: /opt/venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2,
+               version: 2.28.9}
+    cuda_version:
+      description: C(torch.version.cuda) (C(nccl) only).
+      type: str
 collective:
   description: What the C(collective) level found; null when not run (or when the framework level already
     showed that it cannot run; the problems say why).
@@ -317,8 +357,26 @@ collective:
     elapsed_s:
       description: Wall time of the whole run, seconds.
       type: float
+    bandwidth:
+      description: How algbw and busbw are computed (nccl-tests' all_reduce formulas).
+      type: str
+    libraries:
+      description: The collective library the ranks really loaded (path and version, read inside each rank);
+        one entry unless ranks differ.
+      type: list
+      elements: dict
+      sample: [{name: libeccl, path: /usr/local/tops/lib/libeccl.so, version: 2.5.136}]
+    devices:
+      description: The devices the ranks placed their tensors on.
+      type: list
+      elements: str
+      sample: ["gcu:0", "gcu:1"]
+    api:
+      description: The device API the ranks used (V(1.x), V(2.x), V(cuda), V(cpu)).
+      type: str
     results:
-      description: One entry per size; latency is the mean per call on the slowest rank.
+      description: One entry per size; latency is the time per call on the slowest rank (device synchronized
+        around the timed loop); C(algbw_gbps) and C(busbw_gbps) in GB/s (1e9 bytes).
       type: list
       elements: dict
       sample:
@@ -343,6 +401,7 @@ collective_skipped:
 
 import json
 import os
+import pkgutil
 import re
 import shutil
 import socket
@@ -352,11 +411,15 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gcu.topsrider.plugins.module_utils._children import Child, run_probe, wait_all
+from ansible_collections.gcu.topsrider.plugins.module_utils import _collective_rank
 from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import (
+    DEFAULT_LIBRARY_DIRS,
     FRAMEWORK_SCRIPT,
     LIBRARY_NAME,
     LIBRARY_SCRIPT,
-    RANK_SCRIPT,
+    NCCL_LIBRARY_DIRS,
+    NCCL_LIBRARY_NAME,
+    NCCL_SONAME,
     classify_collective,
     classify_framework,
     classify_library,
@@ -411,6 +474,14 @@ def resolve_python(module, python):
 
 
 def probe_library(module, params, env, workdir):
+    """The collective library of the backend: libeccl.so for eccl, the system's
+    NCCL for nccl (informational: torch's CUDA wheels carry their own), none for gloo."""
+    backend = params["backend"]
+    if backend == "gloo":
+        return {"name": None, "path": None, "version": None, "loadable": None, "error": None, "copies": [],
+                "search_dirs": [], "skipped": "gloo runs in host memory and loads no collective library"}, []
+    name, soname, defaults = ((LIBRARY_NAME, LIBRARY_NAME, DEFAULT_LIBRARY_DIRS) if backend == "eccl"
+                              else (NCCL_LIBRARY_NAME, NCCL_SONAME, NCCL_LIBRARY_DIRS))
     cache_paths = []
     ldconfig = module.get_bin_path("ldconfig", required=False, opt_dirs=["/sbin", "/usr/sbin"])
     if ldconfig:
@@ -418,14 +489,18 @@ def probe_library(module, params, env, workdir):
         rc, out, err = module.run_command(cmd, environ_update={"LC_ALL": "C", "LANG": "C"})
         if rc != 0:
             module.fail_json(msg="%s failed" % " ".join(cmd), cmd=cmd, rc=rc, stdout=out, stderr=err)
-        cache_paths = parse_ldconfig_cache(out)
-    dirs = search_dirs(params["library_dirs"], read_ld_so_conf(), env.get("LD_LIBRARY_PATH"))
-    copies = find_copies(dirs, cache_paths)
-    argv = [sys.executable, "-c", LIBRARY_SCRIPT, LIBRARY_NAME] + [c["path"] for c in copies]
+        cache_paths = parse_ldconfig_cache(out, name)
+    dirs = search_dirs(params["library_dirs"], read_ld_so_conf(), env.get("LD_LIBRARY_PATH"), defaults)
+    copies = find_copies(dirs, cache_paths, name)
+    argv = [sys.executable, "-c", LIBRARY_SCRIPT, soname] + [c["path"] for c in copies]
     rc, out, err, timed_out = run_probe(argv, env, params["timeout"], workdir, "library")
     report = parse_report(out)
-    result, problems = classify_library(copies, report)
+    result, problems = classify_library(copies, report, name)
     result["search_dirs"] = [d for d, _sources in dirs]
+    if backend == "nccl":
+        # No system NCCL, or several, is normal next to a CUDA torch wheel with its own:
+        # the framework and collective levels report the one really loaded.
+        problems = [p for p in problems if p["code"] == "LIBRARY_UNLOADABLE"]
     if report is None:
         problems.append(probe_failed("library", argv, rc, out, err, timed_out, params["timeout"]))
     return result, problems
@@ -448,21 +523,46 @@ def collective_blocker(framework, problems, backend):
         return "torch is missing"
     if framework.get("distributed_available") is False:
         return "torch.distributed is not available"
-    if backend == "eccl":
-        codes = set(p["code"] for p in problems)
-        for code in ("TORCH_GCU_MISSING", "TORCH_GCU_IMPORT_FAILED", "BACKEND_NOT_REGISTERED", "NO_DEVICES"):
-            if code in codes:
-                return "of %s" % code
+    codes = set(p["code"] for p in problems)
+    blocking = {"eccl": ("TORCH_GCU_MISSING", "TORCH_GCU_IMPORT_FAILED", "BACKEND_NOT_REGISTERED", "NO_DEVICES"),
+                "nccl": ("BACKEND_NOT_REGISTERED", "NO_DEVICES")}.get(backend, ("BACKEND_NOT_REGISTERED",))
+    for code in blocking:
+        if code in codes:
+            return "of %s" % code
     return None
 
 
-def probe_collective(params, python, env, workdir, framework):
-    world_size = params["world_size"]
-    if world_size is None:
-        world_size = max(2, (framework or {}).get("device_count") or 0)
+def rank_script_source():
+    """The text of module_utils/_collective_rank.py, which each rank runs as a script."""
+    data = pkgutil.get_data("ansible_collections.gcu.topsrider.plugins.module_utils", "_collective_rank.py")
+    if data is None:
+        with open(_collective_rank.__file__, "rb") as f:
+            data = f.read()
+    return data
+
+
+def world_size_for(params, framework):
+    """(ranks to start, None) or (None, problem). Device backends: the visible
+    device count by default and never more; gloo: 2 by default."""
+    devices = (framework or {}).get("device_count")
+    if params["backend"] == "gloo":
+        return (params["world_size"] or 2), None
+    if params["world_size"] is None:
+        return devices, None
+    if devices is not None and params["world_size"] > devices:
+        return None, problem("WORLD_SIZE_TOO_LARGE", "world_size %d asked for, but %s sees %d device(s) for "
+                             "backend %s" % (params["world_size"], (framework or {}).get("python"), devices,
+                                             params["backend"]))
+    return params["world_size"], None
+
+
+def probe_collective(params, python, env, workdir, world_size):
     port = params["master_port"] or free_port()
+    script = os.path.join(workdir, "topsrider_rank.py")
+    with open(script, "wb") as f:
+        f.write(rank_script_source())
     args = json.dumps({"backend": params["backend"], "sizes": params["sizes"], "iterations": params["iterations"],
-                       "timeout": params["timeout"], "import_torch_gcu": params["backend"] == "eccl"})
+                       "warmup": params["warmup"], "timeout": params["timeout"]})
     children = []
     started = time.time()
     try:
@@ -471,7 +571,7 @@ def probe_collective(params, python, env, workdir, framework):
             rank_env.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world_size),
                              "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1",
                              "MASTER_PORT": str(port)})
-            children.append(Child([python, "-c", RANK_SCRIPT, args], rank_env, workdir, "rank%d" % rank))
+            children.append(Child([python, script, args], rank_env, workdir, "rank%d" % rank))
     except OSError:
         for c in children:
             c.kill("aborted")
@@ -496,6 +596,8 @@ def validate(module, params):
             ", ".join(bad), ENV_NAME_RE.pattern))
     if params["timeout"] <= 0:
         module.fail_json(msg="timeout must be a positive number of seconds, got %s" % params["timeout"])
+    if params["warmup"] < 0:
+        module.fail_json(msg="warmup must be 0 or more, got %s" % params["warmup"])
     if params["iterations"] <= 0:
         module.fail_json(msg="iterations must be at least 1, got %s" % params["iterations"])
     if not params["sizes"] or any(s < 4 for s in params["sizes"]):
@@ -518,6 +620,7 @@ def run_module():
             environment=dict(type="dict", default={}),
             sizes=dict(type="list", elements="int", default=[4096, 1048576]),
             iterations=dict(type="int", default=5),
+            warmup=dict(type="int", default=2),
             master_port=dict(type="int"),
             fail_on_problem=dict(type="bool", default=True),
         ),
@@ -543,9 +646,12 @@ def run_module():
                 problems.extend(found)
                 if level >= 2:
                     blocker = collective_blocker(result["framework"], problems, params["backend"])
+                    world_size, too_many = world_size_for(params, result["framework"])
+                    if too_many is not None:
+                        problems.append(too_many)
+                        blocker = blocker or "of WORLD_SIZE_TOO_LARGE"
                     if blocker is None:
-                        result["collective"], found = probe_collective(params, python, env, workdir,
-                                                                       result["framework"])
+                        result["collective"], found = probe_collective(params, python, env, workdir, world_size)
                         problems.extend(found)
                     else:
                         result["collective_skipped"] = "collective level not run because %s" % blocker

@@ -33,9 +33,29 @@ class _Bool(object):
     __nonzero__ = __bool__
 
 
+    def cpu(self):
+        return self
+
+
+class device(object):
+    def __init__(self, type_, index=None):
+        if ":" in type_:
+            type_, index = type_.split(":")
+        self.type, self.index = type_, None if index is None else int(index)
+
+    def __str__(self):
+        return self.type if self.index is None else "%s:%d" % (self.type, self.index)
+
+
+class _Scalar(float):
+    def cpu(self):
+        return self
+
+
 class Tensor(object):
-    def __init__(self, n, value):
+    def __init__(self, n, value, device_=None):
         self.data = [float(value)] * n
+        self.device = device_ or device("cpu")
 
     def fill_(self, value):
         self.data = [float(value)] * len(self.data)
@@ -44,12 +64,30 @@ class Tensor(object):
     def eq(self, value):
         return _Bool(all(x == value for x in self.data))
 
+    def reshape(self, *shape):
+        return self
+
+    def cpu(self):
+        return Tensor(len(self.data), self.data[0], device("cpu"))
+
     def __getitem__(self, i):
-        return self.data[i]
+        return _Scalar(self.data[i])
 
 
-def full(shape, value, dtype=None):
-    return Tensor(shape[0], value)
+def full(shape, value, dtype=None, device=None):
+    if isinstance(device, str):
+        device = globals()["device"](device)
+    return Tensor(shape[0], value, device)
+
+
+class cuda(object):
+    @staticmethod
+    def is_available():
+        return False
+
+    @staticmethod
+    def device_count():
+        return 0
 '''
 
 DIST_INIT = '''
@@ -96,6 +134,9 @@ def init_process_group(backend, init_method=None, rank=0, world_size=1, timeout=
 
 def all_reduce(tensor):
     rank, world = _state["rank"], _state["world"]
+    if _state["backend"] in ("eccl", "nccl") and tensor.device.type == "cpu":
+        # As a device backend does: host tensors have no backend.
+        raise RuntimeError("No backend type associated with device type cpu")
     if _misbehaves(rank, "hang"):
         # Fork a grandchild too: the probe must kill the rank's whole process group.
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
@@ -143,6 +184,8 @@ if not os.environ.get("FAKE_GCU_NO_REGISTER"):
 gcu = types.ModuleType("torch.gcu")
 gcu.device_count = _count
 gcu.is_available = lambda: _count() > 0
+gcu.set_device = lambda index: None
+gcu.synchronize = lambda: None
 torch.gcu = gcu
 sys.modules["torch.gcu"] = gcu
 '''
@@ -164,6 +207,10 @@ def device_count():
 
 def is_available():
     return device_count() > 0
+
+
+def gcu_device(index=0):
+    return torch.device("xla", index)
 
 
 if not os.environ.get("FAKE_GCU_NO_REGISTER"):

@@ -9,7 +9,7 @@ from ansible_collections.gcu.topsrider.plugins.module_utils import _eccl
 import eccl_fakes
 
 # Codes only the module itself produces (tested in tests/unit/plugins/modules/test_eccl_probe.py).
-MODULE_CODES = {"PYTHON_MISSING", "PROBE_FAILED"}
+MODULE_CODES = {"PYTHON_MISSING", "PROBE_FAILED", "WORLD_SIZE_TOO_LARGE"}
 SEEN = set()
 
 
@@ -234,8 +234,20 @@ def _fw(**changes):
     (_fw(torch_gcu_installed=False, torch_gcu_missing=True, torch_gcu_version=None, api_generation=None,
          device_count=None, backend_registered=False, backend_error="Invalid backend: 'eccl'"),
      "eccl", ["TORCH_GCU_MISSING", "BACKEND_NOT_REGISTERED"]),
+    # The backend decides what is checked: gloo and nccl never raise torch_gcu problems.
     (_fw(torch_gcu_missing=True, torch_gcu_version=None, api_generation=None, device_count=None),
-     "gloo", ["TORCH_GCU_MISSING"]),
+     "gloo", []),
+    (_fw(torch_gcu_missing=True, torch_gcu_version=None, api_generation="cuda", device_count=1,
+         loaded_library={"name": "libnccl", "path": "/v/site-packages/nvidia/nccl/lib/libnccl.so.2",
+                         "version": "2.28.9"}), "nccl", []),
+    (_fw(torch_gcu_missing=True, torch_gcu_version=None, api_generation="cuda", device_count=0, is_available=False,
+         backend_registered=False, backend_error="backend 'nccl' is not available"), "nccl",
+     ["NO_DEVICES", "BACKEND_NOT_REGISTERED"]),
+    # libeccl of another release than the torch_gcu wheel's stack
+    (_fw(loaded_library={"name": "libeccl", "path": "/usr/local/tops/lib/libeccl.so", "version": "2.5.140"}),
+     "eccl", ["LIBRARY_VERSION_MISMATCH"]),
+    (_fw(loaded_library={"name": "libeccl", "path": "/usr/local/tops/lib/libeccl.so", "version": "2.5.136"}),
+     "eccl", []),
     (_fw(torch_gcu_error="ImportError: libeccl.so: cannot open shared object file", torch_gcu_version=None,
          api_generation=None, device_count=None, backend_registered=False,
          backend_error="Invalid backend: 'eccl'"), "eccl", ["TORCH_GCU_IMPORT_FAILED", "BACKEND_NOT_REGISTERED"]),
@@ -289,6 +301,10 @@ def _rank(rank, world=4, correct=True, seconds=0.001, killed=None, rc=0, report=
      + [_rank(r) for r in range(1, 4)], False, ["MASTER_PORT_IN_USE"], 3),
     ([_rank(0, rc=0, report=False, stage="all_reduce 4096")] + [_rank(r) for r in range(1, 4)], False,
      ["RANK_FAILED"], 3),
+    ([_rank(r, rc=1, report=False, stage="init_process_group",
+            stderr="RuntimeError: ECCL error [simulated]: libeccl.so version 2.5.140 does not match TopsRider "
+                   "2.5.136, the stack this torch_gcu (2.13.0+2.5.136) was built for") for r in range(4)],
+     False, ["LIBRARY_VERSION_MISMATCH"] * 4, 0),
 ])
 def test_classify_collective(outcomes, timed_out, expected_codes, reported):
     fields, problems = _eccl.classify_collective(outcomes, 4, timed_out, 30)

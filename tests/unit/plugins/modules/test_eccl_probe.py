@@ -1,5 +1,4 @@
 """gcu.topsrider.eccl_probe: the module end to end with real child processes on fake torch/torch_gcu."""
-import functools
 import os
 import sys
 import time
@@ -44,7 +43,8 @@ def node(monkeypatch):
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", get_bin_path)
     monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
     monkeypatch.setattr(eccl_probe, "read_ld_so_conf", lambda: [])
-    monkeypatch.setattr(eccl_probe, "search_dirs", functools.partial(_eccl.search_dirs, defaults=[]))
+    monkeypatch.setattr(eccl_probe, "DEFAULT_LIBRARY_DIRS", ())
+    monkeypatch.setattr(eccl_probe, "NCCL_LIBRARY_DIRS", ())
     return state
 
 
@@ -212,8 +212,8 @@ def test_bad_arguments(node, args, fragment):
 
 # ---------------------------------------------------------------- collective level
 
-def collective(node, libdir, tmp_path, env=None, gcu="2.x", **args):
-    site = eccl_fakes.make_site(tmp_path / "site", gcu=gcu)
+def collective(node, libdir, tmp_path, env=None, gcu="2.x", requires="2.13.0", **args):
+    site = eccl_fakes.make_site(tmp_path / "site", gcu=gcu, requires=requires)
     environment = dict(env or {}, PYTHONPATH=site, LD_LIBRARY_PATH=libdir, FAKE_PID_DIR=str(tmp_path))
     params = {"level": "collective", "python": sys.executable, "environment": environment, "fail_on_problem": False,
               "sizes": [4096, 65536], "iterations": 2}
@@ -233,11 +233,31 @@ def test_collective_healthy(node, libdir, tmp_path):
     assert all(not alive(rk["pid"]) for rk in c["ranks"])
 
 
-def test_collective_world_size_at_least_two_and_explicit(node, libdir, tmp_path):
+def test_collective_world_size_is_the_device_count_and_never_more(node, libdir, tmp_path):
+    # One card: one rank (a device backend needs a card per rank; 1 is valid).
     failed, r = collective(node, libdir, tmp_path, env={"FAKE_GCU_DEVICES": "1"})
-    assert r["healthy"] and r["collective"]["world_size"] == 2
-    failed, r = collective(node, libdir, tmp_path, env={"FAKE_GCU_DEVICES": "1"}, world_size=4, master_port=29877)
-    assert r["healthy"] and r["collective"]["world_size"] == 4 and r["collective"]["master_port"] == 29877
+    assert r["healthy"] and r["collective"]["world_size"] == 1, r["problems"]
+    assert r["collective"]["devices"] == ["gcu:0"] and r["collective"]["api"] == "2.x"
+    failed, r = collective(node, libdir, tmp_path, env={"FAKE_GCU_DEVICES": "4"}, world_size=2, master_port=29877)
+    assert r["healthy"] and r["collective"]["world_size"] == 2 and r["collective"]["master_port"] == 29877
+    failed, r = collective(node, libdir, tmp_path, env={"FAKE_GCU_DEVICES": "1"}, world_size=4)
+    assert codes(r) == ["WORLD_SIZE_TOO_LARGE"] and r["collective"] is None
+    assert "world_size 4 asked for" in r["problems"][0]["message"] and "1 device(s)" in r["problems"][0]["message"]
+
+
+def test_collective_places_tensors_on_the_device_1x(node, libdir, tmp_path):
+    failed, r = collective(node, libdir, tmp_path, gcu="1.x", requires="1.10.0",
+                           env={"FAKE_GCU_DEVICES": "2", "FAKE_TORCH_VERSION": "1.10.0"})
+    assert r["healthy"], r["problems"]
+    assert r["collective"]["devices"] == ["xla:0", "xla:1"] and r["collective"]["api"] == "1.x"
+
+
+def test_collective_reports_the_library_each_rank_loaded(node, libdir, tmp_path):
+    failed, r = collective(node, libdir, tmp_path, env={"FAKE_GCU_DEVICES": "2"})
+    assert r["healthy"], r["problems"]
+    assert "busbw = algbw * 2(n-1)/n" in r["collective"]["bandwidth"]
+    # The fake torch_gcu does not load libeccl, so the ranks report none mapped.
+    assert r["collective"]["libraries"] == [{"name": "libeccl", "path": None, "version": None}]
 
 
 def test_collective_wrong_result(node, libdir, tmp_path):
@@ -282,6 +302,6 @@ def test_collective_skipped_when_torch_gcu_missing(node, libdir, tmp_path):
 
 def test_collective_gloo_runs_without_torch_gcu(node, libdir, tmp_path):
     failed, r = collective(node, libdir, tmp_path, gcu=None, backend="gloo", world_size=2)
-    # torch_gcu is still reported missing, but the gloo comparison run works.
-    assert codes(r) == ["TORCH_GCU_MISSING"]
+    # gloo checks no torch_gcu and no collective library: the comparison run works in host memory.
+    assert codes(r) == [] and r["library"]["skipped"] and r["collective"]["devices"] == ["cpu"]
     assert r["collective"]["ranks_reported"] == 2 and all(x["correct"] for x in r["collective"]["results"])
