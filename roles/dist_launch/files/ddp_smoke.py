@@ -7,19 +7,29 @@ Start it with a launcher, one process per card:
 
     /opt/topsrider/launch/launch-single.sh /opt/topsrider/launch/ddp_smoke.py
 
-A two-layer linear model with a fixed seed trains for a few steps on CPU
-tensors; every rank draws its own batch (seeded by its rank), DDP averages the
+A two-layer linear model with a fixed seed trains for a few steps on the
+rank's own card: the model and every batch are placed on the device the way
+real training code does it (topsrider_rank.place(), installed beside this
+file and shared with gcu.topsrider.eccl_probe): torch_gcu 1.x
+`torch_gcu.gcu_device(LOCAL_RANK)` and torch_gcu's DDP, torch_gcu 2.x
+`torch.gcu.set_device` + `torch.device("gcu", LOCAL_RANK)`, NVIDIA
+`torch.cuda.set_device` + `torch.device("cuda", LOCAL_RANK)`; gloo runs on the
+CPU. Every rank draws its own batch (seeded by its rank), DDP averages the
 gradients, and the loss printed at the end is the mean over all ranks, so a
 healthy job prints the same loss on every rank. Each rank prints one JSON line:
-rank, local_rank, world_size, backend, loss and the training config it was
-given. The backend comes from DIST_LAUNCH_BACKEND (eccl by default; nccl on
-NVIDIA nodes, gloo for a plain CPU run). For eccl, torch_gcu is imported first
-so that the backend is registered in this interpreter.
+rank, local_rank, world_size, backend, device, loss and the training config it
+was given. The backend comes from DIST_LAUNCH_BACKEND (eccl by default; nccl
+on NVIDIA nodes, gloo for a plain CPU run). For eccl, torch_gcu is imported
+first so that the backend is registered in this interpreter.
 
---hold SECONDS keeps every rank alive (idle) after training, for the launch
-check to look at a running job.
+--hold SECONDS keeps every rank training (the same steps, on the card) for
+that long after the first steps, so the launch check sees a running job.
+--hold-work N adds an N x N matrix product on the card to every held step
+(a real GPU then reports itself busy; 0, the default, keeps a simulated node's
+CPUs quiet) and --hold-pause the seconds between held steps (default 0.1).
 """
 import argparse
+import datetime
 import json
 import os
 import socket
@@ -31,7 +41,11 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=3, help="training steps (default 3)")
     parser.add_argument("--hold", type=float, default=0.0,
-                        help="seconds every rank stays alive after training (default 0)")
+                        help="seconds every rank goes on training after the first steps (default 0)")
+    parser.add_argument("--hold-work", type=int, default=0,
+                        help="size N of an N x N matrix product added to every held step (default 0)")
+    parser.add_argument("--hold-pause", type=float, default=0.1,
+                        help="seconds between held steps (default 0.1)")
     parser.add_argument("--config", default=None, help="training config picked by the launcher (echoed)")
     parser.add_argument("--result-dir", default=None,
                         help="also write each rank's JSON line to RESULT_DIR/rank-<rank>.json")
@@ -43,44 +57,53 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     backend = os.environ.get("DIST_LAUNCH_BACKEND", "eccl")
-    if backend == "eccl":
-        # Registers the eccl backend; without it: "Invalid backend: 'eccl'".
-        import torch_gcu  # noqa: F401 pylint: disable=import-error,unused-import,import-outside-toplevel
-    import datetime
-    import torch  # pylint: disable=import-error,import-outside-toplevel
-    import torch.distributed as dist  # pylint: disable=import-error,import-outside-toplevel
-    from torch.nn.parallel import DistributedDataParallel  # pylint: disable=import-error,import-outside-toplevel
-
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         if name not in os.environ:
             sys.stderr.write("ddp_smoke: %s is not set; start this script with a launcher "
                              "(launch-single.sh, launch-platform.sh, torchrun)\n" % name)
             return 2
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import topsrider_rank  # pylint: disable=import-error,import-outside-toplevel
+    # For eccl this imports torch_gcu, which registers the backend; without it:
+    # "Invalid backend: 'eccl'".
+    placement = topsrider_rank.place(backend, os.environ["LOCAL_RANK"])
+    import torch  # pylint: disable=import-error,import-outside-toplevel
+    import torch.distributed as dist  # pylint: disable=import-error,import-outside-toplevel
+
     dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=args.timeout))
     rank = dist.get_rank()
     world = dist.get_world_size()
+    device = placement.device
 
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
-    ddp = DistributedDataParallel(model)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1)).to(device)
+    ddp = placement.ddp(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
     gen = torch.Generator().manual_seed(1000 + rank)
-    target_w = torch.arange(8, dtype=torch.float32).unsqueeze(1) / 8.0
-    loss = None
-    for _step in range(args.steps):
-        x = torch.randn(32, 8, generator=gen)
+    target_w = (torch.arange(8, dtype=torch.float32).unsqueeze(1) / 8.0).to(device)
+
+    def step():
+        # Batches are drawn on the host (seeded, the same on every device) and moved to the card.
+        x = torch.randn(32, 8, generator=gen).to(device)
         y = x @ target_w
         opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(ddp(x), y)
-        loss.backward()
+        out = torch.nn.functional.mse_loss(ddp(x), y)
+        out.backward()
         opt.step()
+        return out
+
+    loss = None
+    for _step in range(args.steps):
+        loss = step()
     mean_loss = loss.detach().clone()
     dist.all_reduce(mean_loss)
     mean_loss /= world
-    checksum = sum(float(p.detach().sum()) for p in model.parameters())
+    placement.synchronize(mean_loss)
+    checksum = sum(float(p.detach().sum().cpu()) for p in model.parameters())
     line = json.dumps({
         "rank": rank, "local_rank": int(os.environ["LOCAL_RANK"]), "world_size": world,
-        "backend": backend, "loss": round(float(mean_loss), 6), "param_checksum": round(checksum, 5),
+        "backend": backend, "device": str(device), "api": placement.api,
+        "loss": round(float(mean_loss.cpu()), 6), "param_checksum": round(checksum, 5),
         "config": args.config, "pid": os.getpid(), "host": socket.gethostname(),
         "total_cards": os.environ.get("DIST_LAUNCH_TOTAL_CARDS"),
     }, sort_keys=True)
@@ -91,8 +114,21 @@ def main(argv=None):
         with open(path + ".tmp", "w") as f:
             f.write(line + "\n")
         os.rename(path + ".tmp", path)
-    if args.hold > 0:
-        time.sleep(args.hold)
+    # --hold: keep the cards busy (every rank steps together, so DDP stays in step).
+    deadline = time.time() + args.hold
+    work = torch.randn(args.hold_work, args.hold_work).to(device) if args.hold_work > 0 else None
+    while args.hold > 0:
+        step()
+        if work is not None:
+            for _ in range(10):
+                work = torch.tanh(work @ work)
+        placement.synchronize(work)
+        if args.hold_pause > 0:
+            time.sleep(args.hold_pause)
+        flag = torch.tensor([1.0 if time.time() < deadline else 0.0]).to(device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+        if float(flag.cpu()) == 0.0:
+            break
     dist.destroy_process_group()
     return 0
 
