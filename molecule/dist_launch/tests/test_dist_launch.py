@@ -179,6 +179,9 @@ def test_single_node_eight_ranks_and_launch_check(host, simctl):
     assert sorted(r["local_rank"] for r in results) == list(range(8))
     assert {r["world_size"] for r in results} == {8}
     assert {r["backend"] for r in results} == {"eccl"}
+    # Every rank trained on its own card through the torch_gcu 2.x device API.
+    assert sorted(r["device"] for r in results) == ["gcu:%d" % i for i in range(8)]
+    assert {r["api"] for r in results} == {"2.x"}
     assert len({r["loss"] for r in results}) == 1, results
     assert len({r["param_checksum"] for r in results}) == 1, results
     assert {r["config"] for r in results} == {"/opt/topsrider/launch/configs/small.yaml"}
@@ -231,5 +234,6 @@ def test_two_nodes_sixteen_ranks():
     assert len({r["param_checksum"] for r in results}) == 1, results
     assert {r["config"] for r in results} == {"/opt/topsrider/launch/configs/large.yaml"}
     assert {r["total_cards"] for r in results} == {"16"}
+    assert {r["device"] for r in worker.results()} == {"gcu:%d" % i for i in range(8)}
     assert "node 1 waits for the master 127.0.0.1:%d" % port in worker.log()
     assert "node 0 of 2, 8 processes here, 16 in total" in master.log()
