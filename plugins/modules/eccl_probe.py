@@ -86,7 +86,9 @@ options:
     description:
       - Extra environment variables for every child process, for example C(ECCL_DEBUG), C(ECCL_*),
         C(ENFLAME_VISIBLE_DEVICES) or C(LD_LIBRARY_PATH).
-      - Names must match C(^[A-Z_][A-Z0-9_]*$).
+      - Checked by the collection's one environment rule (the filter C(gcu.topsrider.env_problems)): names
+        must match C(^[A-Z_][A-Z0-9_]*\Z); values are strings or numbers of letters, digits and C(_ . , : / = + @ % -)
+        only. Anything else (a trailing newline included) fails before any child starts.
     type: dict
     default: {}
   sizes:
@@ -402,7 +404,6 @@ collective_skipped:
 import json
 import os
 import pkgutil
-import re
 import shutil
 import socket
 import sys
@@ -412,6 +413,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gcu.topsrider.plugins.module_utils._children import Child, run_probe, wait_all
 from ansible_collections.gcu.topsrider.plugins.module_utils import _collective_rank
+from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import ENV_RULES, env_problems
 from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import (
     DEFAULT_LIBRARY_DIRS,
     FRAMEWORK_SCRIPT,
@@ -434,7 +436,6 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import (
     tail,
 )
 
-ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 LEVELS = ("library", "framework", "collective")
 
 
@@ -590,10 +591,9 @@ def probe_collective(params, python, env, workdir, world_size):
 
 
 def validate(module, params):
-    bad = sorted(k for k in params["environment"] if not ENV_NAME_RE.match(str(k)))
+    bad = env_problems(params["environment"], "environment")
     if bad:
-        module.fail_json(msg="environment: invalid variable name(s) %s (must match %s)" % (
-            ", ".join(bad), ENV_NAME_RE.pattern))
+        module.fail_json(msg="environment: %s %s" % (" ".join(bad), ENV_RULES))
     if params["timeout"] <= 0:
         module.fail_json(msg="timeout must be a positive number of seconds, got %s" % params["timeout"])
     if params["warmup"] < 0:

@@ -193,8 +193,11 @@ def test_check_mode_runs_the_same_read_only_probe(node, libdir, tmp_path):
 
 
 @pytest.mark.parametrize("args,fragment", [
-    ({"environment": {"bad-name": "1"}}, "invalid variable name"),
-    ({"environment": {"lower": "1"}}, "invalid variable name"),
+    ({"environment": {"bad-name": "1"}}, 'variable name "bad-name" (from environment) is not a valid name'),
+    ({"environment": {"lower": "1"}}, 'variable name "lower" (from environment) is not a valid name'),
+    # The one environment rule (module_utils/_envcheck): a trailing newline never passes.
+    ({"environment": {"ECCL_DEBUG": "INFO\n"}}, '"INFO\\n", has characters that are not allowed'),
+    ({"environment": {"ECCL_DEBUG": "INFO; touch /tmp/pwned"}}, "has characters that are not allowed"),
     ({"timeout": 0}, "timeout"),
     ({"sizes": [2]}, "sizes"),
     ({"sizes": []}, "sizes"),
