@@ -527,8 +527,8 @@ def check_expectations(cards, pci, expected_count=None, require_healthy=False,
                                                         w["unhealthy"]))
         unknown = [c["index"] for c in cards if c.get("health") is None]
         if unknown:
-            notes.append("health not reported for %s(s) %s (%s)" % (unit, format_indexes(unknown),
-                                                                     w["health_unknown"]))
+            notes.append("health not reported for %s(s) %s (%s)"
+                         % (unit, format_indexes(unknown), w["health_unknown"]))
     if max_temperature is not None:
         hot = [c for c in cards if c.get("temperature_c") is not None and c["temperature_c"] > max_temperature]
         if hot:

@@ -465,8 +465,8 @@ def collect_nvidia(module, nvidia_smi):
     cmd = " ".join(argv)
     rc, out, err = module.run_command(argv, environ_update=C_LOCALE)
     if rc != 0:
-        module.fail_json(msg="`%s` failed (rc=%d): %s. %s" % (cmd, rc, (err or out or "").strip() or "no output",
-                                                               nvidia_driver_hint()),
+        detail = (err or out or "").strip() or "no output"
+        module.fail_json(msg="`%s` failed (rc=%d): %s. %s" % (cmd, rc, detail, nvidia_driver_hint()),
                          cmd=cmd, rc=rc, stdout=out, stderr=err, problems=[])
     try:
         parsed = parse_query_gpu(out, QUERY_GPU_FIELDS)
