@@ -32,6 +32,7 @@ ENV_RULES = ("Names must match %s (upper-case letters, digits, _); values must b
              "made only of letters, digits and _ . , : / = + @ %% - (no spaces, quotes, $, backticks, "
              "; | &, newlines or NUL)." % ENV_NAME_PATTERN)
 
+
 def _type_name(value):
     if value is None:
         return "null"

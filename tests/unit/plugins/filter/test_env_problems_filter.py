@@ -53,8 +53,8 @@ def test_filter_in_a_template(tmp_path):
     assert rc == 0, out
 
 
-ECCL_ENV = {"name": "Preflight", "ansible.builtin.include_role": {"name": "gcu.topsrider.eccl_env",
-                                                                    "tasks_from": "preflight"}}
+ECCL_ENV = {"name": "Preflight",
+            "ansible.builtin.include_role": {"name": "gcu.topsrider.eccl_env", "tasks_from": "preflight"}}
 
 
 @pytest.mark.parametrize("extra, expected", [
