@@ -164,13 +164,13 @@ def all_reduce_sizes(args, placement, rank, world):
         placement.synchronize(t)
         got = float(t[0].cpu())
         correct = bool(t.eq(expected).all().cpu())
-        for _ in range(args.get("warmup", 2)):
+        for _warm in range(args.get("warmup", 2)):
             dist.all_reduce(t)
         placement.synchronize(t)
         dist.barrier()
         placement.synchronize(t)
         t0 = time.perf_counter()
-        for _ in range(args["iterations"]):
+        for _timed in range(args["iterations"]):
             dist.all_reduce(t)
         placement.synchronize(t)
         seconds = (time.perf_counter() - t0) / args["iterations"]
@@ -209,4 +209,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -501,6 +501,7 @@ if torch is not None:
 sys.stdout.write("\n" + MARK + json.dumps(r) + "\n")
 '''
 
+
 def parse_report(stdout):
     """The JSON report a probe child printed after REPORT_MARKER, or None."""
     for line in reversed((stdout or "").splitlines()):

@@ -20,8 +20,8 @@ description:
     C(libnccl.so*)) in the ldconfig cache, C(/etc/ld.so.conf) and C(/etc/ld.so.conf.d),
     O(library_dirs), C(LD_LIBRARY_PATH) from O(environment) and the vendor's default directories, loads it by
     soname and every copy by path with ctypes in a child process, and reads its version
-    (C(ecclGetVersion) / C(ecclGetVersionString) / C(ncclGetVersion)). For C(nccl) this is information only:
-    a CUDA torch wheel carries its own NCCL, so no system copy is no problem.
+    (C(ecclGetVersion) / C(ecclGetVersionString) / C(ncclGetVersion)). For C(nccl) this is information only,
+    since a CUDA torch wheel carries its own NCCL; no system copy is no problem.
   - C(framework) runs a child process of O(python) that imports torch (and torch_gcu for C(eccl)), detects the
     API generation (torch_gcu 1.x C(torch_gcu.device_count), 2.x C(torch.gcu.device_count); C(cuda) for
     C(nccl)), counts the visible devices, asks C(torch.distributed) whether O(backend) is registered, compares
@@ -32,7 +32,7 @@ description:
     (torch_gcu 1.x C(torch_gcu.gcu_device(LOCAL_RANK)), 2.x C(torch.gcu.set_device) and
     C(torch.device("gcu", LOCAL_RANK)), NVIDIA C(torch.device("cuda", LOCAL_RANK)); host memory only for
     C(gloo)), runs C(init_process_group) with O(backend) over 127.0.0.1 and an all-reduce at each of O(sizes)
-    with the sum checked on every rank. Timing follows nccl-tests: O(warmup) calls, the device synchronized
+    with the sum checked on every rank. Timing follows nccl-tests, with O(warmup) calls, the device synchronized
     before and after O(iterations) timed calls; algbw = bytes / time, busbw = algbw x 2(n-1)/n. Each rank
     reports the collective library it really loaded (path and version, from its own memory maps and the
     library's version call). The rank code is C(module_utils/_collective_rank.py), the same file the
@@ -86,9 +86,9 @@ options:
     description:
       - Extra environment variables for every child process, for example C(ECCL_DEBUG), C(ECCL_*),
         C(ENFLAME_VISIBLE_DEVICES) or C(LD_LIBRARY_PATH).
-      - Checked by the collection's one environment rule (the filter C(gcu.topsrider.env_problems)): names
-        must match C(^[A-Z_][A-Z0-9_]*\Z); values are strings or numbers of letters, digits and C(_ . , : / = + @ % -)
-        only. Anything else (a trailing newline included) fails before any child starts.
+      - Checked by the collection's one environment rule, the filter C(gcu.topsrider.env_problems). Names
+        must match C(^[A-Z_][A-Z0-9_]*\Z); values are strings or numbers made only of letters, digits and the
+        characters C(_.,:/=+@%-). Anything else, a trailing newline included, fails before any child starts.
     type: dict
     default: {}
   sizes:

@@ -7,7 +7,7 @@ import os
 
 import torch
 import torch.distributed as dist
-import torch_gcu  # noqa: F401  (registers eccl)
+import torch_gcu  # noqa: F401 pylint: disable=unused-import  (registers eccl)
 
 dist.init_process_group("eccl", init_method="env://", timeout=datetime.timedelta(seconds=60))
 t = torch.full((1024,), float(int(os.environ["RANK"]) + 1), dtype=torch.float32)

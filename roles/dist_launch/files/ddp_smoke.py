@@ -120,7 +120,7 @@ def main(argv=None):
     while args.hold > 0:
         step()
         if work is not None:
-            for _ in range(10):
+            for _product in range(10):
                 work = torch.tanh(work @ work)
         placement.synchronize(work)
         if args.hold_pause > 0:

@@ -229,11 +229,11 @@ def test_expectations_say_gpu_for_nvidia():
 
 def test_expectations_unhealthy_and_mig():
     cards = parse_query_gpu(fixture("synth-h100x4-query-ecc-error.csv"))["cards"]
-    problems, _ = _efsmi.check_expectations(cards, None, require_healthy=True, vendor="nvidia")
+    problems, _notes = _efsmi.check_expectations(cards, None, require_healthy=True, vendor="nvidia")
     assert problems[0].startswith("unhealthy GPU(s): GPU 2 (0000:3a:00.0, serial 1652500000102), GPU 3 (")
     assert "nvidia-smi -q -d ECC" in problems[0] and "efsmi" not in problems[0]
     mig = parse_query_gpu(fixture("synth-a100x2-query-mig.csv"))["cards"]
-    problems, _ = _efsmi.check_expectations(mig, None, min_utilization=10, vendor="nvidia")
+    problems, _notes = _efsmi.check_expectations(mig, None, min_utilization=10, vendor="nvidia")
     assert "1 of 2 GPUs not busy" in problems[0] and "MIG is enabled on GPU(s) 1" in problems[0]
 
 

@@ -6,7 +6,6 @@ import time
 import pytest
 
 from ansible.module_utils import basic
-from ansible_collections.gcu.topsrider.plugins.module_utils import _eccl
 from ansible_collections.gcu.topsrider.plugins.modules import eccl_probe
 
 from utils import AnsibleExitJson, AnsibleFailJson, exit_json, fail_json, set_module_args

@@ -201,7 +201,7 @@ def test_nvidia_expectation_failures(env, name, args, table, needles):
 
 ERRORS = [
     ("driver-not-loaded", {QUERY: (9, "", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
-                                        "driver. Make sure that the latest NVIDIA driver is installed and running.\n")},
+                                   "driver. Make sure that the latest NVIDIA driver is installed and running.\n")},
      ["failed (rc=9)", "couldn't communicate with the NVIDIA driver", "modprobe nvidia", "/dev/nvidiactl is missing",
       "nvidia kernel module is not loaded"], 9),
     ("unknown-field", {QUERY: (2, "", 'Field "pci.device_id" is not a valid field to query.\n')},
@@ -252,7 +252,7 @@ def test_tools_missing(env, name, args, needles):
     for needle in needles:
         assert needle in res["msg"], res["msg"]
     if name == "enflame":
-        assert "nvidia" not in res["msg"] and [n for n, _ in res["_lookups"]] == ["efsmi"]
+        assert "nvidia" not in res["msg"] and [n for n, _dirs in res["_lookups"]] == ["efsmi"]
 
 
 def test_nvidia_smi_path(env):
