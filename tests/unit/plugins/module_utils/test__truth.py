@@ -1,0 +1,136 @@
+"""plugins/module_utils/_truth.py: the one rule for names/paths/lines, the
+state a restore must end in, what differs from it, and what a rollback needs
+from the cache."""
+import base64
+import hashlib
+
+import pytest
+
+from ansible_collections.gcu.topsrider.plugins.module_utils._truth import (
+    freeze_torch_gcu, restore_expected, snapshot_needs, state_differences, value_problem, value_problems)
+
+
+@pytest.mark.parametrize("kind, value, ok", [
+    ("name", "2.5.140", True),
+    ("name", "20261122T035011Z", True),
+    ("name", "2.5.140\n", False),          # issue 14: a trailing newline became a directory name
+    ("name", "../etc", False),
+    ("name", "a/b", False),
+    ("name", "..", False),
+    ("name", ".hidden", False),
+    ("name", "", False),
+    ("name", "x" * 129, False),
+    ("name", 2.5, False),
+    ("path", "/opt/venvs/train/bin/python", True),
+    ("path", "/opt/venvs/../bin/python", False),
+    ("path", "opt/python", False),
+    ("path", "/opt//python", False),
+    ("path", "/opt/python/", False),
+    ("path", "/opt/py thon", False),
+    ("path", "/opt/python\n", False),
+    ("line", "ECCL_DEBUG=INFO", True),
+    ("line", "a\nb", False),
+    ("line", "a\rb", False),
+])
+def test_value_rule(kind, value, ok):
+    assert (value_problem(value, kind) is None) is ok
+
+
+def test_value_problems_name_the_label_and_quote_the_value():
+    out = value_problems({"the manifest version": "2.5.140\n", "id": "ok-1"}, "name")
+    assert out == ['the manifest version "2.5.140\\n" has a newline or another control character']
+
+
+def test_unknown_kind_is_an_error():
+    with pytest.raises(ValueError):
+        value_problem("x", "dir")
+
+
+ENV = b"export ECCL_DEBUG=WARN\n"
+SNAP = {
+    "id": "D1", "from_version": "2.5.136", "to_version": "2.5.140", "packages_journalled": True,
+    "packages": {"tops-sdk": {"version": "2.5.136-1", "held": True}, "tops-new": {"version": None, "held": False}},
+    "files": {"/etc/profile.d/topsrider.sh": base64.b64encode(ENV).decode(), "/etc/ld.so.conf.d/topsrider.conf": None},
+    "torch_gcu": {"python": "/opt/venvs/train/bin/python", "before": "2.13.0+2.5.136",
+                  "before_cache": "/var/cache/topsrider/2.5.136",
+                  "before_url": "file:///var/cache/topsrider/2.5.136/torch_gcu-2.13.0+2.5.136-py311-none-any.whl"},
+    "facts_before": {"version": "2.5.136", "snapshot": "D0"},
+}
+JOURNAL = {"id": "D1", "packages": {
+    "tops-sdk": {"before": "2.5.136-1", "before_held": True,
+                 "before_deb": {"path": "/var/cache/topsrider/2.5.136/tops-sdk_2.5.136-1_amd64.deb"}},
+    "tops-eccl": {"before": "2.5.136-1", "before_held": False, "before_deb": {"path": "/srv/elsewhere/x.deb"}}}}
+
+
+def good_actual():
+    return {
+        "packages": {"tops-sdk": {"version": "2.5.136-1", "held": True, "status": "installed"},
+                     "tops-eccl": {"version": "2.5.136-1", "held": False, "status": "installed"},
+                     "tops-new": {"version": None, "held": False, "status": "not-installed"}},
+        "files": {"/etc/profile.d/topsrider.sh": hashlib.sha256(ENV).hexdigest(), "/etc/ld.so.conf.d/topsrider.conf": None},
+        "torch_gcu": {"version": "2.13.0+2.5.136", "url": SNAP["torch_gcu"]["before_url"]},
+        "facts": {"version": "2.5.136", "snapshot": "D0"},
+    }
+
+
+def test_expected_combines_snapshot_and_journal():
+    exp = restore_expected(SNAP, JOURNAL)
+    assert exp["packages"] == {"tops-sdk": {"version": "2.5.136-1", "held": True},
+                               "tops-eccl": {"version": "2.5.136-1", "held": False},
+                               "tops-new": {"version": None, "held": False}}
+    assert exp["files"]["/etc/ld.so.conf.d/topsrider.conf"] is None
+    assert exp["torch_gcu"]["version"] == "2.13.0+2.5.136"
+    assert state_differences(exp, good_actual()) == []
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda a: a["packages"]["tops-sdk"].update(version="2.5.140-1"), "package tops-sdk is 2.5.140-1, the snapshot has 2.5.136-1"),
+    (lambda a: a["packages"]["tops-sdk"].update(held=False), "package tops-sdk is not held, the snapshot has it held"),
+    (lambda a: a["packages"]["tops-sdk"].update(status="half-configured"), "package tops-sdk 2.5.136-1 is half-configured, not installed"),
+    (lambda a: a["packages"]["tops-new"].update(version="1.0"), "package tops-new is 1.0, the snapshot has absent"),
+    (lambda a: a["files"].update({"/etc/ld.so.conf.d/topsrider.conf": "ab" * 32}), "file /etc/ld.so.conf.d/topsrider.conf exists, the snapshot has none"),
+    (lambda a: a["files"].update({"/etc/profile.d/topsrider.sh": None}), "file /etc/profile.d/topsrider.sh is missing"),
+    (lambda a: a["torch_gcu"].update(version="2.13.0+2.5.140"), "torch_gcu is 2.13.0+2.5.140, the snapshot has 2.13.0+2.5.136"),
+    (lambda a: a["torch_gcu"].update(url="file:///elsewhere.whl"), "torch_gcu 2.13.0+2.5.136 comes from file:///elsewhere.whl"),
+    (lambda a: a.update(facts={"version": "2.5.140", "snapshot": "D1"}), "local facts name 2.5.140 (snapshot D1), the snapshot's name 2.5.136"),
+    (lambda a: a.update(facts=None), "local facts are missing"),
+])
+def test_each_difference_is_named(change, expected):
+    actual = good_actual()
+    change(actual)
+    out = state_differences(restore_expected(SNAP, JOURNAL), actual)
+    assert len(out) == 1 and out[0].startswith(expected), out
+
+
+def test_issue14_case1_packages_left_at_new_version_fail_the_proof():
+    actual = good_actual()
+    for p in actual["packages"].values():
+        if p["version"]:
+            p.update(version="2.5.140-1", held=False)
+    out = state_differences(restore_expected(SNAP, JOURNAL), actual)
+    assert [line.split(" is ")[0] for line in out] == ["package tops-eccl", "package tops-sdk"]
+
+
+def test_old_snapshot_without_url_or_packages_compares_what_it_has():
+    snap = dict(SNAP, packages=None, torch_gcu=dict(SNAP["torch_gcu"], before_url=None))
+    actual = good_actual()
+    actual["torch_gcu"]["url"] = None
+    assert state_differences(restore_expected(snap, JOURNAL), actual) == []
+
+
+@pytest.mark.parametrize("lines, expected", [
+    (["torch==2.13.0", "torch_gcu @ file:///var/cache/topsrider/2.5.136/torch_gcu-2.13.0+2.5.136-py311-none-any.whl"],
+     ("2.13.0+2.5.136", "file:///var/cache/topsrider/2.5.136/torch_gcu-2.13.0+2.5.136-py311-none-any.whl")),
+    (["torch-gcu==2.13.0+2.5.140"], ("2.13.0+2.5.140", None)),
+    (["torch==2.13.0", "pip==24.0"], (None, None)),
+])
+def test_freeze_torch_gcu(lines, expected):
+    assert freeze_torch_gcu(lines) == expected
+
+
+def test_snapshot_needs_names_cache_dirs_only():
+    assert snapshot_needs(SNAP, JOURNAL, "/var/cache/topsrider") == ["2.5.136"]
+    snap = dict(SNAP, from_version=None, torch_gcu=dict(SNAP["torch_gcu"], before_cache=None,
+                                                        before_url="file:///var/cache/topsrider/2.5.130/w.whl"))
+    assert snapshot_needs(snap, None, "/var/cache/topsrider/") == ["2.5.130"]
+    assert snapshot_needs(None, None, "/var/cache/topsrider") == []
