@@ -735,8 +735,11 @@ def _ranks_text(ranks):
     return ", ".join(str(r) for r in ranks)
 
 
-def classify_collective(outcomes, world_size, timed_out, timeout):
+def classify_collective(outcomes, world_size, timed_out, timeout, job_world_size=None):
     """Per-rank outcomes -> (collective fields, problems).
+
+    world_size: the ranks started here; job_world_size: the ranks of the whole
+    (multi-node) job, which busbw's 2(n-1)/n counts (default world_size).
 
     outcomes: list of {rank, rc, report, last_stage, stderr, killed, pid}
     where killed is None, "timeout" (the run hit `timeout`) or "aborted"
@@ -758,7 +761,8 @@ def classify_collective(outcomes, world_size, timed_out, timeout):
         entries = by_size[size]
         slowest = max(res["seconds"] for _rank, res in entries)
         algbw = (size / slowest / 1e9) if slowest > 0 else None
-        busbw = algbw * 2.0 * (world_size - 1) / world_size if algbw is not None else None
+        n = job_world_size or world_size
+        busbw = algbw * 2.0 * (n - 1) / n if algbw is not None else None
         wrong = [(rank, res) for rank, res in entries if not res.get("correct")]
         results.append({
             "size_bytes": size,

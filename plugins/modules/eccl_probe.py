@@ -38,6 +38,11 @@ description:
     library's version call). The rank code is C(module_utils/_collective_rank.py), the same file the
     dist_launch role installs for its smoke job. The whole run is bounded by O(timeout); on timeout every
     child's process group is killed.
+  - One node's share of a multi-node job (the fabric check, C(playbooks/fabric_check.yml)) - O(job_world_size)
+    ranks in all, this node's O(world_size) of them with global ranks O(rank_offset) onwards (C(LOCAL_RANK) from 0,
+    C(LOCAL_WORLD_SIZE) the local count), rendezvous at O(master_addr):O(master_port). Every node of the job runs
+    its share at the same time (one Ansible task over the job's hosts); the sum is checked against the whole job's
+    and busbw uses the job's rank count. Each node reports its own ranks; latency is its slowest local rank.
   - Every failure becomes a problem C({code, message, hint}); see RV(problems) for the codes.
   - Read-only. It never reports C(changed). Check mode runs the same probes, since they change nothing.
 author:
@@ -109,9 +114,32 @@ options:
     default: 2
   master_port:
     description:
-      - Rendezvous port on 127.0.0.1 for the C(collective) level.
-      - Defaults to a free port chosen by the module.
+      - Rendezvous port at O(master_addr) for the C(collective) level.
+      - Defaults to a free port chosen by the module; required with O(job_world_size), since every node of a
+        job must use the same one.
     type: int
+  master_addr:
+    description:
+      - Rendezvous address (C(MASTER_ADDR)) of the C(collective) level, the address of the node that holds rank 0.
+    type: str
+    default: 127.0.0.1
+  job_world_size:
+    description:
+      - Total number of ranks of a multi-node job (C(WORLD_SIZE)), of which this node starts O(world_size).
+      - Defaults to O(world_size) (a single-node job). Must be at least O(rank_offset) + O(world_size).
+    type: int
+  rank_offset:
+    description:
+      - Global rank of this node's first rank in a multi-node job (C(RANK) = O(rank_offset) + C(LOCAL_RANK)).
+    type: int
+    default: 0
+  framework_check:
+    description:
+      - Run the C(framework) level before the C(collective) level. V(false) skips it (saves one import of torch
+        per call) for repeated jobs after a first full probe, as the fabric check does; O(world_size) is then
+        required.
+    type: bool
+    default: true
   fail_on_problem:
     description:
       - Fail the task when any problem is found, with the problems in C(msg).
@@ -170,6 +198,17 @@ EXAMPLES = r'''
     backend: nccl
     python: /opt/venvs/train/bin/python
     sizes: [1048576, 16777216, 268435456]
+
+- name: This node's share of a 2-node job (8 cards each) whose rank 0 is on 10.0.0.11
+  gcu.topsrider.eccl_probe:
+    level: collective
+    python: /opt/venvs/train/bin/python
+    world_size: 8
+    job_world_size: 16
+    rank_offset: 8
+    master_addr: 10.0.0.11
+    master_port: 29600
+    framework_check: false
 
 - name: Compare with gloo on four ranks
   gcu.topsrider.eccl_probe:
@@ -343,11 +382,23 @@ collective:
       description: The backend used.
       type: str
     world_size:
-      description: Number of ranks started.
+      description: Number of ranks started on this node.
       type: int
       sample: 8
+    job_world_size:
+      description: Number of ranks of the whole job (all nodes); equals RV(collective.world_size) on one node.
+      type: int
+      sample: 16
+    rank_offset:
+      description: Global rank of this node's first rank.
+      type: int
+      sample: 0
+    master_addr:
+      description: The rendezvous address.
+      type: str
+      sample: 127.0.0.1
     master_port:
-      description: The rendezvous port on 127.0.0.1.
+      description: The rendezvous port at RV(collective.master_addr).
       type: int
     ranks_reported:
       description: How many ranks finished and reported.
@@ -559,6 +610,8 @@ def world_size_for(params, framework):
 
 def probe_collective(params, python, env, workdir, world_size):
     port = params["master_port"] or free_port()
+    job_world = params["job_world_size"] or world_size
+    offset = params["rank_offset"]
     script = os.path.join(workdir, "topsrider_rank.py")
     with open(script, "wb") as f:
         f.write(rank_script_source())
@@ -567,24 +620,25 @@ def probe_collective(params, python, env, workdir, world_size):
     children = []
     started = time.time()
     try:
-        for rank in range(world_size):
+        for local in range(world_size):
             rank_env = dict(env)
-            rank_env.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world_size),
-                             "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1",
+            rank_env.update({"RANK": str(offset + local), "LOCAL_RANK": str(local), "WORLD_SIZE": str(job_world),
+                             "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": params["master_addr"],
                              "MASTER_PORT": str(port)})
-            children.append(Child([python, script, args], rank_env, workdir, "rank%d" % rank))
+            children.append(Child([python, script, args], rank_env, workdir, "rank%d" % local))
     except OSError:
         for c in children:
             c.kill("aborted")
         raise
     timed_out = wait_all(children, params["timeout"])
     outcomes = []
-    for rank, c in enumerate(children):
+    for local, c in enumerate(children):
         rc, out, err = c.output()
-        outcomes.append({"rank": rank, "pid": c.pid, "rc": rc, "report": parse_report(out),
+        outcomes.append({"rank": offset + local, "pid": c.pid, "rc": rc, "report": parse_report(out),
                          "last_stage": last_stage(out), "stderr": err, "killed": c.killed})
-    fields, problems = classify_collective(outcomes, world_size, timed_out, params["timeout"])
-    result = {"backend": params["backend"], "world_size": world_size, "master_port": port,
+    fields, problems = classify_collective(outcomes, world_size, timed_out, params["timeout"], job_world)
+    result = {"backend": params["backend"], "world_size": world_size, "job_world_size": job_world,
+              "rank_offset": offset, "master_addr": params["master_addr"], "master_port": port,
               "elapsed_s": round(time.time() - started, 2)}
     result.update(fields)
     return result, problems
@@ -606,6 +660,17 @@ def validate(module, params):
         module.fail_json(msg="world_size must be at least 1, got %s" % params["world_size"])
     if params["master_port"] is not None and not 0 < params["master_port"] < 65536:
         module.fail_json(msg="master_port must be in 1..65535, got %s" % params["master_port"])
+    if params["rank_offset"] < 0:
+        module.fail_json(msg="rank_offset must be 0 or more, got %s" % params["rank_offset"])
+    if params["job_world_size"] is not None:
+        local = params["world_size"]
+        if local is None:
+            module.fail_json(msg="job_world_size needs world_size (this node's share of the job)")
+        if params["job_world_size"] < params["rank_offset"] + local:
+            module.fail_json(msg="job_world_size %d is smaller than rank_offset %d + world_size %d" % (
+                params["job_world_size"], params["rank_offset"], local))
+    elif params["rank_offset"]:
+        module.fail_json(msg="rank_offset needs job_world_size (the ranks of the whole job)")
 
 
 def run_module():
@@ -622,8 +687,14 @@ def run_module():
             iterations=dict(type="int", default=5),
             warmup=dict(type="int", default=2),
             master_port=dict(type="int"),
+            master_addr=dict(type="str", default="127.0.0.1"),
+            job_world_size=dict(type="int"),
+            rank_offset=dict(type="int", default=0),
+            framework_check=dict(type="bool", default=True),
             fail_on_problem=dict(type="bool", default=True),
         ),
+        required_by={"job_world_size": ["master_port", "world_size"]},
+        required_if=[("framework_check", False, ["world_size"])],
         supports_check_mode=True,
     )
     params = module.params
@@ -641,6 +712,10 @@ def run_module():
             if python is None:
                 problems.append(problem("PYTHON_MISSING", "training interpreter %s not found or not executable"
                                         % params["python"]))
+            elif level >= 2 and not params["framework_check"]:
+                # Repeated jobs after a full probe (the fabric check): the ranks are the check.
+                result["collective"], found = probe_collective(params, python, env, workdir, params["world_size"])
+                problems.extend(found)
             else:
                 result["framework"], found = probe_framework(params, python, env, workdir)
                 problems.extend(found)
