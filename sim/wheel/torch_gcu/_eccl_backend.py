@@ -12,6 +12,13 @@ this refuses too:
 
 A rank bound to a simulated card whose state carries `"hang": true` blocks
 inside the collective, as a wedged card would.
+
+Fabric faults (SIMULATED, `simctl link ...`, the state file's `link` key) act
+only on a job that spans nodes (WORLD_SIZE > LOCAL_WORLD_SIZE): with
+`slow=<factor>` every collective of this node's ranks takes `factor` times as
+long (it sleeps (factor - 1) x the time the gloo op took), so the peers wait
+for it as for a slow link; with `down` every collective raises, as a dead
+link's transport error does, and the peers' collectives fail with it.
 """
 import datetime
 import os
@@ -79,6 +86,8 @@ class ProcessGroupECCL(dist.ProcessGroup):
                                "(driver not loaded, no card present, or "
                                "ENFLAME_VISIBLE_DEVICES/TOPS_VISIBLE_DEVICES=none)" % rank)
         self._card_index = card.get("index")
+        local_size = os.environ.get("LOCAL_WORLD_SIZE", "")
+        self._cross_node = local_size.isdigit() and size > int(local_size)
         self._gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
         _debug("rank %d/%d bound to card %s (bus %s)" % (rank, size, self._card_index, card.get("bus_id")))
 
@@ -90,33 +99,53 @@ class ProcessGroupECCL(dist.ProcessGroup):
                 while True:
                     time.sleep(3600)
 
+    def _link(self, what, run):
+        """Run one gloo op under this node's SIMULATED fabric faults (cross-node jobs only)."""
+        if not self._cross_node:
+            return run()
+        down, slow = _sim_state.link_state()
+        if down:
+            raise RuntimeError("ECCL error [simulated]: %s: cross-node link of this node is down "
+                               "(simctl link down); rank %d cannot reach its peers" % (what, self.rank()))
+        if slow <= 1.0:
+            return run()
+        started = time.perf_counter()
+        work = run()
+        work.wait()
+        time.sleep((slow - 1.0) * (time.perf_counter() - started))
+        return work
+
     def getBackendName(self):
         return BACKEND_NAME
 
     def allreduce(self, tensors, opts=None):
         self._maybe_hang("allreduce")
         _refuse_host(tensors, "allreduce")
-        return self._gloo.allreduce(tensors, opts if opts is not None else dist.AllreduceOptions())
+        return self._link("allreduce", lambda: self._gloo.allreduce(
+            tensors, opts if opts is not None else dist.AllreduceOptions()))
 
     def broadcast(self, tensors, opts=None):
         self._maybe_hang("broadcast")
         _refuse_host(tensors, "broadcast")
-        return self._gloo.broadcast(tensors, opts if opts is not None else dist.BroadcastOptions())
+        return self._link("broadcast", lambda: self._gloo.broadcast(
+            tensors, opts if opts is not None else dist.BroadcastOptions()))
 
     def allgather(self, output_tensors, input_tensors, opts=None):
         self._maybe_hang("allgather")
         _refuse_host(input_tensors, "allgather")
-        return self._gloo.allgather(output_tensors, input_tensors,
-                                    opts if opts is not None else dist.AllgatherOptions())
+        return self._link("allgather", lambda: self._gloo.allgather(
+            output_tensors, input_tensors, opts if opts is not None else dist.AllgatherOptions()))
 
     def reduce(self, tensors, opts=None):
         self._maybe_hang("reduce")
         _refuse_host(tensors, "reduce")
-        return self._gloo.reduce(tensors, opts if opts is not None else dist.ReduceOptions())
+        return self._link("reduce", lambda: self._gloo.reduce(
+            tensors, opts if opts is not None else dist.ReduceOptions()))
 
     def barrier(self, opts=None):
         self._maybe_hang("barrier")
-        return self._gloo.barrier(opts if opts is not None else dist.BarrierOptions())
+        return self._link("barrier", lambda: self._gloo.barrier(
+            opts if opts is not None else dist.BarrierOptions()))
 
 
 def _create(store, rank, size, timeout):

@@ -58,3 +58,16 @@ def visible_cards(state=None, environ=None):
                 cards = [by_index[i] for i in wanted if i in by_index]
             break
     return cards
+
+
+def link_state(state=None):
+    """SIMULATED fabric faults of this node (simctl link): (down, slow factor).
+    No `link` key: up, factor 1.0."""
+    if state is None:
+        state = load_state()
+    link = (state or {}).get("link") or {}
+    try:
+        slow = max(1.0, float(link.get("slow", 1.0)))
+    except (TypeError, ValueError):
+        slow = 1.0
+    return bool(link.get("down")), slow
