@@ -48,7 +48,7 @@ collection-link:
 setup: venv docker sim-image bundles collection-link
 
 # ---- tests ------------------------------------------------------------------
-test: setup lint sanity units molecule perf-check
+test: setup lint sanity units molecule readme-test perf-check
 	@echo "make test: all passed"
 
 lint: venv collection-link
@@ -62,6 +62,12 @@ units: venv collection-link
 
 molecule: setup
 	@scripts/molecule-all.sh
+
+# The README's examples run verbatim against two simulated nodes over SSH
+# (tests/readme/run.py says why a script and not a molecule scenario).
+.PHONY: readme-test
+readme-test: setup
+	$(VENV)/bin/python tests/readme/run.py
 
 # ---- the simulated fleet and the demo ----------------------------------------
 fleet-up: setup

@@ -1,0 +1,364 @@
+#!/usr/bin/env python3
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""make readme-test: the README's examples, run verbatim against simulated nodes.
+
+Why a script and not a molecule scenario: the playbook examples are shell
+lines (`ansible-playbook playbooks/deploy.yml -l t20 ...`) that a reader runs
+from the project root, over SSH, with the inventory ansible.cfg names
+(.sim/inventory.yml). A molecule scenario would run its own inventory over the
+docker connection with its own group_vars, the very place where a variable
+the README does not set can creep in. Here the README's text runs with bash,
+from a work directory that looks like the project root to it
+(.cache/readme/work: links to the checkout's ansible.cfg, playbooks, roles,
+scripts, .venv and collections, the fleet's inventory as .sim/inventory.yml
+and as inventory.yml), and nothing is added to it: no -e, no -i.
+
+The world the examples assume, and only that, is prepared here: a simulated
+fleet of two nodes of 8 cards in group t20 named t20-node-1 and t20-node-3
+(the rollback example names t20-node-3) over SSH (sim/fleet with its own
+prefix, ports and state), the release at /srv/topsrider/2.5.140 on the
+controller (a copy of the sample bundle) and node_exporter's textfile
+collector directory, the training environment
+/opt/conda/envs/train on the nodes (a link to the image's venv
+/opt/venvs/train), the release the fleet ran before (2.5.136, deployed with id
+20261122T035011Z, the snapshot the second rollback line names), a training job
+while the examples that need one run, and the variable deploy_id the
+deb_bundle example templates. Every README block has a marker saying how it
+runs or why it cannot (tests/readme/readme_blocks.py); the markers are
+checked by the unit tests and again here.
+
+Usage: tests/readme/run.py [--keep]   (--keep leaves the fleet up)
+"""
+import argparse
+import filecmp
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+import readme_blocks  # noqa: E402  pylint: disable=wrong-import-position
+
+BASE = os.path.join(TOP, ".cache", "readme")
+WORK = os.path.join(BASE, "work")
+LOGS = os.path.join(BASE, "logs")
+FLEET_ENV = {"SIM_NAME_PREFIX": "topsrider-readme", "SIM_SSH_BASE_PORT": "22600",
+             "SIM_STATE_DIR": os.path.join(BASE, "fleet")}
+# inventory name -> container (the fleet's nodes 1 and 2)
+NODES = {"t20-node-1": "topsrider-readme-1", "t20-node-3": "topsrider-readme-2"}
+RELEASE = "/srv/topsrider/2.5.140"
+CONDA_ENV = "/opt/conda/envs/train"
+EARLIER_DEPLOY_ID = "20261122T035011Z"
+FACTS = "/etc/ansible/facts.d/topsrider.fact"
+JOB_DIR = "/tmp/readme-test-job"
+TEXTFILE_DIR = "/var/lib/node_exporter/textfile_collector"
+
+
+class Failed(Exception):
+    pass
+
+
+def log(msg):
+    print("readme-test: %s" % msg, flush=True)
+
+
+def clean_env():
+    """The reader's shell after `source .venv/bin/activate`: no ANSIBLE_* or
+    MOLECULE_* settings from make, so ansible.cfg in the work directory rules."""
+    env = dict((k, v) for k, v in os.environ.items()
+               if not k.startswith(("ANSIBLE_", "MOLECULE_")))
+    env["PATH"] = os.path.join(TOP, ".venv", "bin") + os.pathsep + env.get("PATH", "")
+    env["VIRTUAL_ENV"] = os.path.join(TOP, ".venv")
+    env["ANSIBLE_NOCOLOR"] = "1"
+    return env
+
+
+def run(argv, name, cwd=WORK, env=None, timeout=600, input_text=None):
+    """Run a command, keep its output in logs/<name>.log; (rc, output, seconds)."""
+    start = time.time()
+    env = dict(env or clean_env(), PWD=cwd)  # what a shell in cwd has (the playbooks' ./reports)
+    proc = subprocess.run(argv, cwd=cwd, env=env, input=input_text, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=timeout, check=False)
+    took = time.time() - start
+    with open(os.path.join(LOGS, name + ".log"), "w") as f:
+        f.write("$ %s\n%s\nrc=%d after %.1fs\n" % (" ".join(argv), proc.stdout, proc.returncode, took))
+    return proc.returncode, proc.stdout, took
+
+
+def must(rc, out, what):
+    if rc != 0:
+        raise Failed("%s failed (rc %d):\n%s" % (what, rc, "\n".join(out.splitlines()[-60:])))
+
+
+def check(cond, what, detail=""):
+    if not cond:
+        raise Failed("%s%s" % (what, (": " + str(detail)) if detail else ""))
+
+
+def dexec(node, script, timeout=300):
+    proc = subprocess.run(["docker", "exec", NODES[node], "bash", "-c", script], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=timeout, check=False)
+    return proc.returncode, proc.stdout
+
+
+def node_facts(node):
+    rc, out = dexec(node, "cat %s" % FACTS)
+    return json.loads(out) if rc == 0 else None
+
+
+def package_version(node, package):
+    rc, out = dexec(node, "dpkg-query -W -f='${Version}' %s 2>/dev/null" % package)
+    return out.strip() if rc == 0 else None
+
+
+# ---------------------------------------------------------------- the world
+def fleet(*args):
+    env = dict(os.environ, **FLEET_ENV)
+    proc = subprocess.run([os.path.join(TOP, "sim", "fleet")] + list(args), env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=300, check=False)
+    if proc.returncode != 0:
+        raise Failed("sim/fleet %s: %s" % (" ".join(args), proc.stdout))
+
+
+def link(target, name):
+    path = os.path.join(WORK, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if os.path.islink(path) or os.path.exists(path):
+        os.unlink(path)
+    os.symlink(target, path)
+
+
+def prepare_world():
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(os.path.join(WORK, ".sim"))
+    for name in ("ansible.cfg", "playbooks", "roles", "scripts", "plugins", ".venv"):
+        link(os.path.join(TOP, name), name)
+    link(os.path.join(TOP, ".cache", "collections"), os.path.join(".cache", "collections"))
+
+    # A fresh fleet of two nodes; t20-node-2 of sim/fleet's inventory becomes t20-node-3.
+    fleet("down")
+    fleet("up", "2")
+    with open(os.path.join(FLEET_ENV["SIM_STATE_DIR"], "inventory.yml")) as f:
+        inventory = f.read()
+    check("        t20-node-2:\n" in inventory, "sim/fleet's inventory changed shape", inventory)
+    inventory = inventory.replace("        t20-node-2:\n", "        t20-node-3:\n")
+    for path in (os.path.join(WORK, ".sim", "inventory.yml"), os.path.join(WORK, "inventory.yml")):
+        with open(path, "w") as f:
+            f.write(inventory)
+
+    # The release on the controller: a copy of the sample bundle, never over someone else's files.
+    source = os.path.join(TOP, ".cache", "bundles", "2.5.140")
+    if os.path.lexists(RELEASE):
+        same = os.path.isdir(RELEASE) and not os.path.islink(RELEASE) and not filecmp.dircmp(source, RELEASE).diff_files \
+            and sorted(os.listdir(RELEASE)) == sorted(os.listdir(source))
+        check(same, "%s exists and is not a copy of %s; move it away to run the README test" % (RELEASE, source))
+        shutil.rmtree(RELEASE)
+    os.makedirs(os.path.dirname(RELEASE), exist_ok=True)
+    shutil.copytree(source, RELEASE)
+
+    # The drift example writes node_exporter's textfile collector file: the collector's directory exists.
+    os.makedirs(TEXTFILE_DIR, exist_ok=True)
+
+    for node in NODES:
+        # The training environment the examples name, as the image's venv.
+        rc, out = dexec(node, "mkdir -p %s && ln -sfn /opt/venvs/train %s && %s/bin/python -c 'import torch'" % (
+            os.path.dirname(CONDA_ENV), CONDA_ENV, CONDA_ENV))
+        must(rc, out, "the training environment %s on %s" % (CONDA_ENV, node))
+
+    # What the fleet ran before: 2.5.136, deployed as 20261122T035011Z (the snapshot rollback's second line names).
+    rc, out, took = run(["ansible-playbook", "playbooks/deploy.yml", "-l", "t20",
+                         "-e", "topsrider_bundle_dir=%s" % os.path.join(TOP, ".cache", "bundles", "2.5.136"),
+                         "-e", "topsrider_python=%s/bin/python" % CONDA_ENV,
+                         "-e", "topsrider_deploy_id=%s" % EARLIER_DEPLOY_ID], "world-deploy-2.5.136")
+    must(rc, out, "deploying 2.5.136 as %s (the world's earlier release)" % EARLIER_DEPLOY_ID)
+    log("world ready: 2 nodes at 2.5.136 (%.0fs for that deploy)" % took)
+
+
+# ---------------------------------------------------------------- running blocks
+class Runner(object):
+    def __init__(self, blocks):
+        self.blocks = blocks
+        self.ran = []
+        self.timings = []
+
+    def block(self, block_id):
+        check(block_id in self.blocks, "README has no block marked id=%s" % block_id)
+        return self.blocks[block_id]
+
+    def _done(self, name, rc, out, took):
+        self.timings.append((name, took))
+        must(rc, out, "README block %s" % name)
+        log("%-28s ok  %5.1fs" % (name, took))
+        return out
+
+    def controller(self, block_id, line=None):
+        """A sh block (or one of its logical lines), unchanged, with bash from the work directory."""
+        b = self.block(block_id)
+        check(b.kind == "controller", "block %s is marked %s" % (block_id, b.kind))
+        script = b.script() if line is None else b.commands()[line - 1] + "\n"
+        if line is None or line == 1:
+            self.ran.append(block_id)
+        name = block_id if line is None else "%s:%d" % (block_id, line)
+        return self._done(name, *run(["bash", "-euo", "pipefail", "-c", script], name))
+
+    def node(self, block_id, node):
+        b = self.block(block_id)
+        check(b.kind == "node", "block %s is marked %s" % (block_id, b.kind))
+        self.ran.append(block_id)
+        return self._done("%s@%s" % (block_id, node), *run(
+            ["docker", "exec", "-i", NODES[node], "bash", "-euo", "pipefail", "-s"], block_id, input_text=b.script()))
+
+    def play(self, block_id):
+        """A playbook block: written to the file its first comment names, run with ansible-playbook."""
+        b = self.block(block_id)
+        check(b.kind == "play", "block %s is marked %s" % (block_id, b.kind))
+        first = b.text.splitlines()[0]
+        check(first.startswith("# ") and first.endswith(".yml"), "play block %s names no file" % block_id, first)
+        name = first[2:].strip()
+        with open(os.path.join(WORK, name), "w") as f:
+            f.write(b.text)
+        self.ran.append(block_id)
+        return self._done(block_id, *run(["ansible-playbook", name], block_id))
+
+    def tasks(self, block_id, hosts, play_vars=None):
+        """A block of tasks, text unchanged (indented), as the tasks of a play against `hosts`."""
+        b = self.block(block_id)
+        check(b.kind == "tasks", "block %s is marked %s" % (block_id, b.kind))
+        header = ["---", "# README block %s (README.md line %d), as the tasks of a play" % (block_id, b.line),
+                  "- name: README example %s" % block_id, "  hosts: %s" % hosts, "  gather_facts: false"]
+        if play_vars:
+            header.append("  vars: %s" % json.dumps(play_vars))
+        header.append("  tasks:")
+        body = "\n".join(("    " + line) if line.strip() else "" for line in b.text.splitlines())
+        path = os.path.join(WORK, "readme-%s.yml" % block_id)
+        with open(path, "w") as f:
+            f.write("\n".join(header) + "\n" + body + "\n")
+        self.ran.append(block_id)
+        return self._done(block_id, *run(["ansible-playbook", os.path.basename(path)], block_id))
+
+
+def start_jobs():
+    """A training job on every node (the launcher and ddp_smoke.py the role installed, held for a while),
+    and the simulator told its cards are busy, as hardware would report."""
+    for node in NODES:
+        inner = ("rm -rf {d} && mkdir -p {d}/results && echo $$ > {d}/pgid && "
+                 "timeout 300 /opt/topsrider/launch/launch-single.sh /opt/topsrider/launch/ddp_smoke.py "
+                 "--steps 1 --hold 240 --result-dir {d}/results > {d}/log 2>&1").format(d=JOB_DIR)
+        subprocess.run(["docker", "exec", "-d", NODES[node], "setsid", "bash", "-c", inner], check=True, timeout=30)
+    deadline = time.time() + 240
+    for node in NODES:
+        while True:
+            rc, out = dexec(node, "ls %s/results 2>/dev/null | wc -l" % JOB_DIR)
+            if rc == 0 and int(out.strip() or 0) >= 8:
+                break
+            if time.time() > deadline:
+                raise Failed("the training job on %s did not start 8 ranks: %s" % (node, dexec(node, "cat %s/log" % JOB_DIR)[1]))
+            time.sleep(3)
+        must(*dexec(node, "simctl busy all --util 85"), what="simctl busy on %s" % node)
+
+
+def stop_jobs():
+    for node in NODES:
+        dexec(node, "pg=$(cat %s/pgid 2>/dev/null) && kill -TERM -- -$pg 2>/dev/null; sleep 2; "
+                    "kill -KILL -- -$pg 2>/dev/null; simctl busy none; true" % JOB_DIR)
+
+
+# ---------------------------------------------------------------- the plan
+def plan(r):
+    r.controller("using")
+    out = open(os.path.join(LOGS, "using.log")).read()
+    for node in NODES:
+        check("%s: Debian" % node in out, "fleet_info.yml printed no line for %s" % node, out[-2000:])
+
+    r.controller("manifest")
+
+    # deploy: the check line first changes nothing, then the deploy upgrades both nodes.
+    r.controller("deploy", 1)
+    for node in NODES:
+        check(node_facts(node)["version"] == "2.5.136", "deploy --check changed %s" % node, node_facts(node))
+        check(package_version(node, "tops-eccl") == "2.5.136-1", "deploy --check changed packages on %s" % node)
+    r.controller("deploy", 2)
+    for node in NODES:
+        facts = node_facts(node)
+        check(facts["version"] == "2.5.140" and facts["python"] == CONDA_ENV + "/bin/python",
+              "after the README deploy, %s's local facts" % node, facts)
+        check(package_version(node, "tops-eccl") == "2.5.140-1", "tops-eccl on %s" % node)
+
+    r.controller("drift")
+    with open("/var/lib/topsrider-drift/reports/drift-latest.json") as f:
+        drift = json.load(f)
+    check(drift["exit_code"] == 0 and drift["status"] == "clean", "drift after the deploy",
+          {k: drift.get(k) for k in ("status", "exit_code", "summary")})
+
+    r.controller("verify", 1)
+    r.controller("verify", 2)
+    r.tasks("eccl_probe", "t20-node-1")
+
+    r.play("site_launch")
+    with open(os.path.join(WORK, "reports", "launch", "t20", "hostfile")) as f:
+        hosts = [line for line in f.read().splitlines() if line and not line.startswith("#")]
+    check(hosts == ["t20-node-1 slots=8", "t20-node-3 slots=8"], "reports/launch/t20/hostfile", hosts)
+    out = r.node("smoke", "t20-node-1")
+    check("8 processes (one per card)" in out, "the smoke test did not start one process per card", out[-2000:])
+
+    # While a job runs: every card working (gcu_devices' second example) and the launch check.
+    start_jobs()
+    try:
+        r.tasks("gcu_devices", "t20-node-1")
+        r.controller("launch_check")
+    finally:
+        stop_jobs()
+
+    # rollback: the first line takes both nodes back to 2.5.136, the second node 3 to before 2.5.136.
+    r.controller("rollback", 1)
+    for node in NODES:
+        check(node_facts(node)["version"] == "2.5.136", "after rollback.yml -l t20, %s" % node, node_facts(node))
+        check(package_version(node, "tops-eccl") == "2.5.136-1", "tops-eccl on %s after the rollback" % node)
+    r.controller("rollback", 2)
+    check(node_facts("t20-node-3") is None and package_version("t20-node-3", "tops-eccl") in (None, ""),
+          "t20-node-3 after the rollback to %s still has a release" % EARLIER_DEPLOY_ID, node_facts("t20-node-3"))
+    check(node_facts("t20-node-1")["version"] == "2.5.136", "the -l t20-node-3 rollback touched t20-node-1")
+
+    # deb_bundle on node 1 (at 2.5.136, 2.5.140 still staged): install 2.5.140 held, then roll that back.
+    r.tasks("deb_bundle", "t20-node-1", {"deploy_id": "readme-test"})
+    check(package_version("t20-node-1", "tops-eccl") == "2.5.136-1",
+          "after the deb_bundle install and rollback, tops-eccl on t20-node-1", package_version("t20-node-1", "tops-eccl"))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", action="store_true", help="leave the fleet up")
+    args = parser.parse_args()
+    with open(os.path.join(TOP, "README.md")) as f:
+        blocks = readme_blocks.parse(f.read())
+    problems = readme_blocks.problems(blocks)
+    if problems:
+        print("readme-test: README markers:\n  " + "\n  ".join(problems), file=sys.stderr)
+        return 1
+    runnable = readme_blocks.runnable(blocks)
+    os.makedirs(LOGS, exist_ok=True)
+    start = time.time()
+    r = Runner(runnable)
+    try:
+        prepare_world()
+        plan(r)
+        not_run = sorted(set(runnable) - set(r.ran))
+        check(not not_run, "README blocks marked to run that the plan never ran", not_run)
+    except (Failed, subprocess.TimeoutExpired, OSError, ValueError, KeyError, TypeError) as e:
+        print("readme-test: FAILED: %s\n(logs in %s)" % (e, LOGS), file=sys.stderr)
+        return 1
+    finally:
+        if not args.keep:
+            fleet("down")
+    log("every marked README block ran (%d blocks, %d runs) in %.0fs" % (
+        len(runnable), len(r.timings), time.time() - start))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
