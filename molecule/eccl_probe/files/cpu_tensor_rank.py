@@ -7,7 +7,8 @@ import os
 
 import torch
 import torch.distributed as dist
-import torch_gcu  # noqa: F401 pylint: disable=unused-import  (registers eccl)
+# torch_gcu registers the eccl backend when imported.
+import torch_gcu  # noqa: F401 pylint: disable=unused-import
 
 dist.init_process_group("eccl", init_method="env://", timeout=datetime.timedelta(seconds=60))
 t = torch.full((1024,), float(int(os.environ["RANK"]) + 1), dtype=torch.float32)
