@@ -458,13 +458,13 @@ def build_report(state, run_id, meta=None, now=None):
         "pair_job_s": round(sum(j["elapsed_s"] for j in pair_jobs) / len(pair_jobs), 2) if pair_jobs else None,
         "pair_round_s": round(sum(h["wall_s"] for h in pair_rounds) / len(pair_rounds), 2) if pair_rounds else None,
     }
+    named = [n["node"] for n in nodes if n["verdict"] not in ("ok", "suspect")]
     return {
         "kind": "fabric", "id": safe_run_id(run_id), "status": status, "exit_code": exit_code_for(status),
         "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)), "timestamp": now,
         "meta": dict(meta or {}), "options": state["options"], "busbw": BUSBW,
         "median_busbw_gbps": state.get("median"), "threshold_gbps": state.get("threshold_gbps"),
-        "summary": dict(counts, nodes=len(nodes), named=[n["node"] for n in nodes
-                                                          if n["verdict"] not in ("ok", "suspect")],
+        "summary": dict(counts, nodes=len(nodes), named=named,
                         pairs=len(pairs), slow_pairs=len([p for p in pairs if slow(p)]),
                         failed_pairs=len([p for p in pairs if failed(p)])),
         "unexplained": unexplained, "notes": list(state["notes"]),
