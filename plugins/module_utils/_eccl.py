@@ -283,18 +283,19 @@ def mapped(fragment):
         pass
     return None
 
-def version_of(lib):
-    out = {"version_number": None, "version_string": None}
+def int_version(lib, name):
+    """The int a `int name(int *)` version call returns, or None."""
     try:
-        fn = lib.ecclGetVersion
+        fn = getattr(lib, name)
     except AttributeError:
-        fn = None
-    if fn is not None:
-        v = ctypes.c_int(0)
-        fn.argtypes = [ctypes.POINTER(ctypes.c_int)]
-        fn.restype = ctypes.c_int
-        if fn(ctypes.byref(v)) == 0:
-            out["version_number"] = v.value
+        return None
+    v = ctypes.c_int(0)
+    fn.argtypes = [ctypes.POINTER(ctypes.c_int)]
+    fn.restype = ctypes.c_int
+    return v.value if fn(ctypes.byref(v)) == 0 else None
+
+def version_of(lib):
+    out = {"version_number": int_version(lib, "ecclGetVersion"), "version_string": None}
     try:
         fs = lib.ecclGetVersionString
     except AttributeError:
@@ -303,18 +304,10 @@ def version_of(lib):
         fs.restype = ctypes.c_char_p
         s = fs()
         out["version_string"] = s.decode("ascii", "replace") if s else None
-    try:
-        fn = lib.ncclGetVersion
-    except AttributeError:
-        fn = None
-    if fn is not None:
-        v = ctypes.c_int(0)
-        fn.argtypes = [ctypes.POINTER(ctypes.c_int)]
-        fn.restype = ctypes.c_int
-        if fn(ctypes.byref(v)) == 0:
-            n = v.value
-            out["version_string"] = ("%d.%d.%d" % (n // 10000, (n // 100) % 100, n % 100) if n >= 10000
-                                     else "%d.%d.%d" % (n // 1000, (n // 100) % 10, n % 100))
+    n = int_version(lib, "ncclGetVersion")
+    if n is not None:
+        out["version_string"] = ("%d.%d.%d" % (n // 10000, (n // 100) % 100, n % 100) if n >= 10000
+                                 else "%d.%d.%d" % (n // 1000, (n // 100) % 10, n % 100))
     return out
 
 report = {"soname": sys.argv[1], "by_soname": {}, "copies": []}

@@ -1,6 +1,7 @@
 """plugins/module_utils/_eccl.py: library search, report parsing, classification of every problem code."""
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -401,6 +402,21 @@ def test_library_script_loads_and_reads_version(tmp_path, libdir, python):
     assert report["by_soname"]["loadable"] is False
     assert "libeccl.so" in report["by_soname"]["error"]
     assert report["copies"][0]["loadable"] is True
+
+
+def test_library_script_reads_an_nccl_version(tmp_path):
+    # A system NCCL exports ncclGetVersion (M*10000 + m*100 + p since 2.9).
+    src = tmp_path / "nccl.c"
+    src.write_text("int ncclGetVersion(int *v) { *v = 22809; return 0; }\n")
+    lib = tmp_path / "libnccl.so.2"
+    subprocess.check_call(["gcc", "-shared", "-fPIC", "-Wl,-soname,libnccl.so.2", "-o", str(lib), str(src)])
+    report = _run(sys.executable, _eccl.LIBRARY_SCRIPT, ["libnccl.so.2", str(lib)], {"LD_LIBRARY_PATH": str(tmp_path)})
+    assert report["by_soname"]["path"] == str(lib)
+    assert report["by_soname"]["version_string"] == "2.28.9" and report["by_soname"]["version_number"] is None
+    result, problems = _eccl.classify_library([{"path": str(lib), "realpath": str(lib), "found_in": ["x"],
+                                                "links": [], "in_loader_cache": False, "size": 1}],
+                                              report, _eccl.NCCL_LIBRARY_NAME)
+    assert problems == [] and result["version"] == "2.28.9" and result["name"] == "libnccl.so"
 
 
 def test_every_problem_code_has_a_case():
