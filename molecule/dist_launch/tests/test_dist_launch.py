@@ -10,79 +10,19 @@ simctl to mirror which ranks run, standing in for the hardware reporting
 utilization; the launch check also counts the real rank processes in /proc,
 which no simctl setting can fake.
 """
-import json
 import os
-import socket
 import subprocess
+import sys
 import time
 
 import pytest
 
+sys.path.insert(0, os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "molecule", "_shared", "tests"))
+from launch_helpers import LAUNCH, Job, dexec, free_port, launch_check, smoke  # noqa: E402 pylint: disable=wrong-import-position,import-error
+
 testinfra_hosts = ["dist_launch-node1"]
 NODES = ["dist_launch-node1", "dist_launch-node2"]
-LAUNCH = "/opt/topsrider/launch"
 PYTHON = "/opt/venvs/train/bin/python"
-
-
-def dexec(node, script, timeout=60):
-    proc = subprocess.run(["docker", "exec", node, "bash", "-c", script], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=timeout, check=False)
-    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
-
-
-def free_port():
-    # The nodes share the host's network namespace: a port free here is free there.
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Job(object):
-    """A command started in the background on a node, in its own session
-    (process group), bounded by `timeout`; its pgid, log and exit code land in
-    a work directory on the node."""
-
-    def __init__(self, node, name, command, limit=240):
-        self.node, self.dir = node, "/tmp/dist_launch-test/%s" % name
-        rc, _out, err = dexec(node, "rm -rf %s && mkdir -p %s/results" % (self.dir, self.dir))
-        assert rc == 0, err
-        inner = "echo $$ > %s/pgid; timeout %d %s > %s/log 2>&1; echo $? > %s/rc" % (
-            self.dir, limit, command, self.dir, self.dir)
-        subprocess.run(["docker", "exec", "-d", node, "setsid", "bash", "-c", inner], check=True, timeout=30)
-
-    def results(self):
-        _rc, out, _err = dexec(self.node, "cat %s/results/*.json 2>/dev/null" % self.dir)
-        return [json.loads(line) for line in out.splitlines() if line.strip()]
-
-    def wait_results(self, count, limit):
-        deadline = time.time() + limit
-        while time.time() < deadline:
-            if len(self.results()) >= count or self.rc() is not None:
-                break
-            time.sleep(3)
-        return self.results()
-
-    def rc(self):
-        rc, out, _err = dexec(self.node, "cat %s/rc 2>/dev/null" % self.dir)
-        return int(out) if rc == 0 and out.strip() else None
-
-    def wait(self, limit):
-        deadline = time.time() + limit
-        while time.time() < deadline:
-            if self.rc() is not None:
-                return self.rc()
-            time.sleep(3)
-        return None
-
-    def log(self):
-        return dexec(self.node, "cat %s/log" % self.dir)[1]
-
-    def stop(self):
-        """Ends this job's own process group (if still there) and checks nothing is left."""
-        dexec(self.node, "pg=$(cat %s/pgid) && kill -TERM -- -$pg 2>/dev/null; sleep 2; "
-                         "kill -KILL -- -$pg 2>/dev/null; true" % self.dir)
-        _rc, out, _err = dexec(self.node, "pgrep -f '[d]dp_smoke[.]py' || true")
-        assert out.strip() == "", "processes left on %s: %s" % (self.node, out)
 
 
 @pytest.fixture
@@ -94,20 +34,6 @@ def simctl():
     yield run
     for node in NODES:
         run(node, "busy", "none")
-
-
-def launch_check(host, node):
-    """playbooks/launch_check.yml against one node: (rc, output)."""
-    runner = host.backend.ansible_runner
-    playbook = os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "playbooks", "launch_check.yml")
-    proc = subprocess.run(["ansible-playbook", "-i", runner.inventory_file, playbook, "-e",
-                           "launch_check_hosts=%s" % node], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          timeout=180, check=False)
-    return proc.returncode, proc.stdout.decode()
-
-
-def smoke(result_dir, extra=""):
-    return "%s/ddp_smoke.py --steps 3 --result-dir %s/results %s" % (LAUNCH, result_dir, extra)
 
 
 # ---------------------------------------------------------------- the role's files
@@ -163,7 +89,7 @@ def test_platform_refuses_unreachable_master():
 # ---------------------------------------------------------------- single node + launch check
 def test_single_node_eight_ranks_and_launch_check(host, simctl):
     job = Job("dist_launch-node1", "single", "env MASTER_PORT=%d %s/launch-single.sh %s" % (
-        free_port(), LAUNCH, smoke("/tmp/dist_launch-test/single", "--hold 25")))
+        free_port(), LAUNCH, smoke("/tmp/launch-test/single", "--hold 25")))
     try:
         results = job.wait_results(8, 180)
         assert len(results) == 8, job.log()
@@ -192,7 +118,7 @@ def test_launch_check_catches_a_one_process_launch(host, simctl):
     # The classic mistake: torchrun without --nproc_per_node starts one process.
     job = Job("dist_launch-node1", "oneproc", ". /etc/profile.d/topsrider.sh; GLOO_SOCKET_IFNAME=lo "
               "DIST_LAUNCH_BACKEND=eccl %s -m torch.distributed.run --nnodes=1 --master_port=%d %s" % (
-                  PYTHON, free_port(), smoke("/tmp/dist_launch-test/oneproc", "--hold 60")))
+                  PYTHON, free_port(), smoke("/tmp/launch-test/oneproc", "--hold 60")))
     try:
         results = job.wait_results(1, 120)
         assert len(results) == 1 and results[0]["world_size"] == 1, job.log()
@@ -216,10 +142,10 @@ def test_two_nodes_sixteen_ranks():
     env = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=%d DIST_LAUNCH_MASTER_TIMEOUT=120" % port
     # Node 1 (RANK=1) first: it must wait for the master, then join.
     worker = Job("dist_launch-node2", "multi", "env %s RANK=1 %s/launch-platform.sh %s" % (
-        env, LAUNCH, smoke("/tmp/dist_launch-test/multi")))
+        env, LAUNCH, smoke("/tmp/launch-test/multi")))
     time.sleep(4)
     master = Job("dist_launch-node1", "multi", "env %s RANK=0 %s/launch-platform.sh %s" % (
-        env, LAUNCH, smoke("/tmp/dist_launch-test/multi")))
+        env, LAUNCH, smoke("/tmp/launch-test/multi")))
     try:
         assert master.wait(240) == 0, master.log()
         assert worker.wait(60) == 0, worker.log()
