@@ -720,7 +720,11 @@ def classify_framework(report, backend):
             msg = "%s in %s%s, so init_process_group(backend='%s') fails (Invalid backend / Unknown c10d backend)" % (
                 report.get("backend_error") or "backend '%s' is not registered" % backend, python,
                 " after import torch_gcu" if gcu_ok else "", backend)
-        problems.append(problem("BACKEND_NOT_REGISTERED", msg))
+        hint = None
+        if backend == "nccl":
+            hint = ("torch in %s has no NCCL (a CPU-only build?): install a CUDA build of torch into the "
+                    "interpreter that trains." % python)
+        problems.append(problem("BACKEND_NOT_REGISTERED", msg, hint))
     return result, problems
 
 

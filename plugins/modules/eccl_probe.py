@@ -577,7 +577,7 @@ def collective_blocker(framework, problems, backend):
         return "torch.distributed is not available"
     codes = set(p["code"] for p in problems)
     blocking = {"eccl": ("TORCH_GCU_MISSING", "TORCH_GCU_IMPORT_FAILED", "BACKEND_NOT_REGISTERED", "NO_DEVICES"),
-                "nccl": ("BACKEND_NOT_REGISTERED", "NO_DEVICES")}.get(backend, ("BACKEND_NOT_REGISTERED",))
+                "nccl": ("NO_DEVICES", "BACKEND_NOT_REGISTERED")}.get(backend, ("BACKEND_NOT_REGISTERED",))
     for code in blocking:
         if code in codes:
             return "of %s" % code
