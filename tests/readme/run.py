@@ -35,6 +35,7 @@ import filecmp
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -246,13 +247,20 @@ class Runner(object):
         return self._done(block_id, *run(["ansible-playbook", os.path.basename(path)], block_id))
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def start_jobs():
     """A training job on every node (the launcher and ddp_smoke.py the role installed, held for a while),
     and the simulator told its cards are busy, as hardware would report."""
     for node in NODES:
-        inner = ("rm -rf {d} && mkdir -p {d}/results && echo $$ > {d}/pgid && "
+        # The nodes share the host's network: each job gets its own free rendezvous port.
+        inner = ("rm -rf {d} && mkdir -p {d}/results && echo $$ > {d}/pgid && MASTER_PORT={port} "
                  "timeout 300 /opt/topsrider/launch/launch-single.sh /opt/topsrider/launch/ddp_smoke.py "
-                 "--steps 1 --hold 240 --result-dir {d}/results > {d}/log 2>&1").format(d=JOB_DIR)
+                 "--steps 1 --hold 240 --result-dir {d}/results > {d}/log 2>&1").format(d=JOB_DIR, port=free_port())
         subprocess.run(["docker", "exec", "-d", NODES[node], "setsid", "bash", "-c", inner], check=True, timeout=30)
     deadline = time.time() + 240
     for node in NODES:
@@ -311,8 +319,8 @@ def plan(r):
     check("8 processes (one per card)" in out, "the smoke test did not start one process per card", out[-2000:])
 
     # While a job runs: every card working (gcu_devices' second example) and the launch check.
-    start_jobs()
     try:
+        start_jobs()
         r.tasks("gcu_devices", "t20-node-1")
         r.controller("launch_check")
     finally:
