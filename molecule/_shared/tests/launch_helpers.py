@@ -5,6 +5,7 @@ molecule/nvidia_node): commands on a node with docker exec, background jobs in
 their own process group, the launch check playbook, the smoke job's command."""
 import json
 import os
+import shlex
 import socket
 import subprocess
 import time
@@ -34,8 +35,10 @@ class Job(object):
         self.node, self.dir = node, "/tmp/launch-test/%s" % name
         rc, _out, err = dexec(node, "rm -rf %s && mkdir -p %s/results" % (self.dir, self.dir))
         assert rc == 0, err
-        inner = "echo $$ > %s/pgid; timeout %d %s > %s/log 2>&1; echo $? > %s/rc" % (
-            self.dir, limit, command, self.dir, self.dir)
+        # The command runs in a bash of its own (so `VAR=x cmd` and `. file; cmd` work) under
+        # `timeout --foreground`, which stays in this session's process group: stop() ends it all.
+        inner = "echo $$ > %s/pgid; timeout --foreground %d bash -c %s > %s/log 2>&1; echo $? > %s/rc" % (
+            self.dir, limit, shlex.quote(command), self.dir, self.dir)
         subprocess.run(["docker", "exec", "-d", node, "setsid", "bash", "-c", inner], check=True, timeout=30)
 
     def results(self):

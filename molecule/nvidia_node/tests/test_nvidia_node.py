@@ -39,7 +39,7 @@ def test_node_is_an_nvidia_node(host):
 
 
 def test_every_gpu_busy_with_one_rank_each(host, simctl):
-    job = Job(NODE, "nvidia-single", "env %s MASTER_PORT=%d %s/launch-single.sh %s" % (
+    job = Job(NODE, "nvidia-single", "%s MASTER_PORT=%d %s/launch-single.sh %s" % (
         GLOO, free_port(), LAUNCH, smoke("/tmp/launch-test/nvidia-single", "--hold 25")))
     try:
         results = job.wait_results(8, 180)
@@ -63,7 +63,7 @@ def test_no_job_is_named(host, simctl):
 
 
 def test_one_process_for_eight_gpus_is_named(host, simctl):
-    job = Job(NODE, "nvidia-oneproc", "env %s %s -m torch.distributed.run --nnodes=1 --master_port=%d %s" % (
+    job = Job(NODE, "nvidia-oneproc", "%s %s -m torch.distributed.run --nnodes=1 --master_port=%d %s" % (
         GLOO, PYTHON, free_port(), smoke("/tmp/launch-test/nvidia-oneproc", "--hold 60")))
     try:
         results = job.wait_results(1, 120)
