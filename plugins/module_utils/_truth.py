@@ -18,6 +18,11 @@ import json
 import os
 import re
 
+try:
+    from urllib.parse import unquote
+except ImportError:  # pragma: no cover - Python 2 controllers are not supported
+    from urllib import unquote
+
 # A plain name (a release version, a run or snapshot id, a file name): starts
 # with a letter or digit, then letters, digits and . _ + ~ -. \Z, not $: $
 # also matches before a trailing newline ("2.5.140\n" must not pass).
@@ -121,7 +126,8 @@ def freeze_torch_gcu(freeze_lines):
             version = m.group("v")
             if url and version is None:
                 # file:///var/cache/topsrider/2.5.136/torch_gcu-2.13.0+2.5.136-py311-none-any.whl
-                parts = os.path.basename(url).split("-")
+                # pip writes the file name URL-quoted: 2.13.0%2B2.5.136
+                parts = unquote(os.path.basename(url)).split("-")
                 version = parts[1] if len(parts) > 1 else None
             return version, url
     return None, None

@@ -122,6 +122,9 @@ def test_old_snapshot_without_url_or_packages_compares_what_it_has():
     (["torch==2.13.0", "torch_gcu @ file:///var/cache/topsrider/2.5.136/torch_gcu-2.13.0+2.5.136-py311-none-any.whl"],
      ("2.13.0+2.5.136", "file:///var/cache/topsrider/2.5.136/torch_gcu-2.13.0+2.5.136-py311-none-any.whl")),
     (["torch-gcu==2.13.0+2.5.140"], ("2.13.0+2.5.140", None)),
+    # pip freeze quotes the + of a local version in the file URL
+    (["torch_gcu @ file:///var/cache/topsrider/2.5.136/torch_gcu-2.13.0%2B2.5.136-py311-none-any.whl"],
+     ("2.13.0+2.5.136", "file:///var/cache/topsrider/2.5.136/torch_gcu-2.13.0%2B2.5.136-py311-none-any.whl")),
     (["torch==2.13.0", "pip==24.0"], (None, None)),
 ])
 def test_freeze_torch_gcu(lines, expected):
