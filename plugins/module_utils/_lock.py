@@ -30,7 +30,7 @@ def describe(holder):
         return "an unknown run (the lock file is not readable JSON)"
     who = "%s@%s" % (holder.get("user") or "?", holder.get("controller") or "?")
     return "%s run %s (%s, since %s)" % (holder.get("kind") or "a", holder.get("id") or "?", who,
-                                        holder.get("since") or "?")
+                                         holder.get("since") or "?")
 
 
 def read_holder(path):

@@ -42,7 +42,7 @@ options:
     default: 600
   break_id:
     description:
-      - Remove the lock first when it is held by the run with this id: for a run that was killed and can no
+      - Remove the lock first when it is held by the run with this id, for a run that was killed and can no
         longer release it. Never needed for a run that ended normally.
     type: str
 notes:

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """make readme-test: the README's examples, run verbatim against simulated nodes.

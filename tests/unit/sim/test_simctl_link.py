@@ -56,7 +56,7 @@ def test_link_is_idempotent_and_refuses_nonsense(tmp_path):
     assert simctl(tmp_path, "link", "slow=4").stdout == "simctl: unchanged\n"
     for bad in ("slow=0.5", "slow=fast", "sideways"):
         proc = simctl(tmp_path, "link", bad)
-        assert proc.returncode == 1 and "simctl: " in proc.stderr and bad.split("=")[0] in proc.stderr
+        assert proc.returncode == 1 and "simctl: " in proc.stderr and bad.split("=", maxsplit=1)[0] in proc.stderr
     assert state(tmp_path)["link"] == {"slow": 4.0}
 
 

@@ -4,7 +4,6 @@ Real rank children on the fake torch/torch_gcu of eccl_fakes; the fake
 all_reduce sums over WORLD_SIZE, so a share whose ranks got the wrong global
 RANK or WORLD_SIZE fails the sum check.
 """
-import os
 import sys
 
 import pytest
@@ -32,7 +31,7 @@ def test_job_share_starts_global_ranks_and_counts_the_job_in_busbw(node, libdir,
 
 def test_job_share_rank_failure_names_the_global_rank(node, libdir, tmp_path):
     failed, r = collective(node, libdir, tmp_path, env={"FAKE_GCU_DEVICES": "2", "FAKE_DIST_MODE": "crash",
-                                                         "FAKE_DIST_RANK": "5"},
+                                                        "FAKE_DIST_RANK": "5"},
                            world_size=2, job_world_size=6, rank_offset=4, master_port=29612)
     assert "RANK_FAILED" in codes(r)
     assert "rank 5 exited" in r["problems"][0]["message"]
