@@ -54,8 +54,11 @@ attributes:
     description: Changes nothing; warns when another run holds the lock.
   diff_mode:
     support: none
+    description: The lock file is bookkeeping of the run, not node state to diff.
   platform:
+    support: full
     platforms: posix
+    description: Linux nodes managed by gcu.topsrider.
 '''
 
 EXAMPLES = r'''

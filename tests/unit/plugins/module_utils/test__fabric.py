@@ -215,10 +215,10 @@ def test_report_formats_broken():
 
 def test_job_outcome_uses_the_slowest_node_and_the_job_world():
     job = {"id": "j0", "kind": "pair", "nodes": ["a", "b"], "world": 16, "offsets": {"a": 0, "b": 8}}
-    res = {"a": {"healthy": True, "collective": {"elapsed_s": 2, "results": [
-               {"size_bytes": 1000000, "latency_us": 1000.0}]}},
-           "b": {"healthy": True, "collective": {"elapsed_s": 3, "results": [
-               {"size_bytes": 1000000, "latency_us": 2000.0}]}}}
+    slow_a = [{"size_bytes": 1000000, "latency_us": 1000.0}]
+    slow_b = [{"size_bytes": 1000000, "latency_us": 2000.0}]
+    res = {"a": {"healthy": True, "collective": {"elapsed_s": 2, "results": slow_a}},
+           "b": {"healthy": True, "collective": {"elapsed_s": 3, "results": slow_b}}}
     out = fabric.job_outcome(job, res)
     assert out["ok"] and out["latency_us"] == 2000.0 and out["elapsed_s"] == 3
     assert out["busbw_gbps"] == pytest.approx(0.5 * 2 * 15 / 16)
