@@ -19,6 +19,11 @@ only on a job that spans nodes (WORLD_SIZE > LOCAL_WORLD_SIZE): with
 long (it sleeps (factor - 1) x the time the gloo op took), so the peers wait
 for it as for a slow link; with `down` every collective raises, as a dead
 link's transport error does, and the peers' collectives fail with it.
+With TOPSRIDER_SIM_LINK_GBPS set (in every rank's environment), the links
+get a bandwidth: a cross-node collective takes at least its nccl-tests bus
+bytes (size x 2(n-1)/n) at that many GB/s, divided by this node's slow factor,
+so that busbw measures the simulated link and not the CPU load of the machine
+running the simulator (loopback gloo on shared cores varies tenfold).
 """
 import datetime
 import os
@@ -38,6 +43,15 @@ def _debug(msg):
     if os.environ.get("ECCL_DEBUG", "").upper() in ("INFO", "TRACE"):
         sys.stderr.write("ECCL INFO [simulated] %s\n" % msg)
         sys.stderr.flush()
+
+
+def _link_gbps():
+    """SIMULATED link bandwidth in GB/s (TOPSRIDER_SIM_LINK_GBPS), or None."""
+    try:
+        rate = float(os.environ.get("TOPSRIDER_SIM_LINK_GBPS", ""))
+    except ValueError:
+        return None
+    return rate if rate > 0 else None
 
 
 def _release(version):
@@ -86,6 +100,7 @@ class ProcessGroupECCL(dist.ProcessGroup):
                                "(driver not loaded, no card present, or "
                                "ENFLAME_VISIBLE_DEVICES/TOPS_VISIBLE_DEVICES=none)" % rank)
         self._card_index = card.get("index")
+        self._last_bytes = 0
         local_size = os.environ.get("LOCAL_WORLD_SIZE", "")
         self._cross_node = local_size.isdigit() and size > int(local_size)
         self._gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
@@ -107,13 +122,23 @@ class ProcessGroupECCL(dist.ProcessGroup):
         if down:
             raise RuntimeError("ECCL error [simulated]: %s: cross-node link of this node is down "
                                "(simctl link down); rank %d cannot reach its peers" % (what, self.rank()))
-        if slow <= 1.0:
+        rate = _link_gbps()
+        if slow <= 1.0 and rate is None:
             return run()
         started = time.perf_counter()
         work = run()
         work.wait()
-        time.sleep((slow - 1.0) * (time.perf_counter() - started))
+        took = time.perf_counter() - started
+        if rate is None:
+            time.sleep((slow - 1.0) * took)
+        else:
+            floor = self._bus_bytes(what) / (rate * 1e9) * slow
+            time.sleep(max(0.0, floor - took))
         return work
+
+    def _bus_bytes(self, what):
+        size = self.size()
+        return getattr(self, "_last_bytes", 0) * 2.0 * (size - 1) / size if what == "allreduce" else 0.0
 
     def getBackendName(self):
         return BACKEND_NAME
@@ -121,6 +146,7 @@ class ProcessGroupECCL(dist.ProcessGroup):
     def allreduce(self, tensors, opts=None):
         self._maybe_hang("allreduce")
         _refuse_host(tensors, "allreduce")
+        self._last_bytes = sum(t.numel() * t.element_size() for t in tensors)
         return self._link("allreduce", lambda: self._gloo.allreduce(
             tensors, opts if opts is not None else dist.AllreduceOptions()))
 
