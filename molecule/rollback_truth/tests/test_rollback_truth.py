@@ -1,0 +1,161 @@
+"""Issue 14, checked from what the runs said (run-*.log) and from node states
+captured without the collection (capture-*.txt: dpkg-query with holds, dpkg
+--audit, sha256 of the env/loader/facts files, pip freeze)."""
+import json
+import os
+
+EPH = os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]
+N1, N2 = "topsrider-rt-node1", "topsrider-rt-node2"
+
+
+def read(name):
+    with open(os.path.join(EPH, name)) as f:
+        return f.read()
+
+
+def capture(name, node):
+    return read("capture-%s-%s.txt" % (name, node))
+
+
+def run(name):
+    text = read("run-%s.log" % name)
+    rc = int(text.split("\n", 1)[0].split("=", 1)[1])
+    return rc, text
+
+
+def row(text, host):
+    """The last report table row of `host` in a run's output: (result, detail)."""
+    import re
+    found = re.findall(r"\| %s \| ([a-z ]+) \|[^|]*\|[^|]*\|[^|]*\| ([^|']*)" % re.escape(host), text)
+    assert found, "no report row for %s" % host
+    return found[-1][0].strip(), found[-1][1]
+
+
+def without_facts(text):
+    return "\n".join(line for line in text.splitlines() if "topsrider.fact" not in line)
+
+
+def node(host):
+    return host.backend.get_hostname()
+
+
+def test_start_is_2_5_136_held():
+    for n in (N1, N2):
+        text = capture("s136", n)
+        for pkg in ("tops-sdk", "topsfactor", "tops-eccl"):
+            assert "%s 2.5.136-1 hold ok installed" % pkg in text
+        assert "audit: 0" in text
+
+
+def test_case1_the_kill_left_dpkg_half_done_and_the_run_said_so():
+    rc, text = run("case1-interrupted")
+    assert rc == 2
+    for n in (N1, N2):
+        assert "audit: 0" not in capture("case1-interrupted", n)
+    assert "recover_interrupted" in text
+
+
+def test_case1_rollback_without_recovery_is_refused_naming_the_switch():
+    rc, text = run("case1-rollback-refused")
+    assert rc == 2
+    assert "topsrider_recover_interrupted=true" in text
+    result, detail = row(text, N2)
+    assert result == "failed" and "back from" not in detail
+
+
+def test_case1_recover_switch_of_the_role_reaches_every_call_and_the_deploy_is_proven():
+    rc, text = run("case1-recover-deploy")
+    assert rc == 0, text[-3000:]
+    assert "deployed 2.5.140" in text
+
+
+def test_case1_both_nodes_end_exactly_at_2_5_136():
+    for n in (N1, N2):
+        assert capture("case1-back", n) == capture("s136", n)
+    for name in ("case1-rollback-recover", "case1-rollback-after-recover"):
+        rc, text = run(name)
+        assert rc == 0 and "to 2.5.136" in text and "proven" in text
+
+
+def test_case3_second_deploy_fails_naming_the_first_or_waits_and_changes_nothing():
+    rc, text = run("case3-b-short")
+    assert rc == 2
+    assert "locked by deploy run case3a" in text
+    rc, text = run("case3-a")
+    assert rc == 0 and "deployed 2.5.140" in text
+    rc, text = run("case3-b-wait")
+    assert rc == 0
+    assert "deployed 2.5.140" not in text
+    facts = json.loads(read("facts-case3.json"))
+    assert facts["snapshot"] == "case3a" and facts["version"] == "2.5.140"
+    assert facts["previous_version"] == "2.5.136"
+
+
+def test_case4_failed_deploy_is_restored_and_removes_nothing():
+    rc, text = run("case4-deploy")
+    assert rc == 2 and "restored" in text and "proven" in text
+    assert capture("case4-failed", N1) == capture("case3", N1)
+    assert "2.5.136" in read("cache-case4.txt").split()
+
+
+def test_case4_rollback_reaches_2_5_136_exactly():
+    rc, text = run("case4-rollback")
+    assert rc == 0, text[-3000:]
+    assert "back from 2.5.140 to 2.5.136" in text
+
+
+def test_case2_missing_journal_refused_before_anything_changes():
+    rc, text = run("case2-rollback")
+    assert rc == 2
+    assert "/var/lib/topsrider/snapshots/case2.json is missing" in text
+    result, detail = row(text, N2)
+    assert result == "failed" and "back from" not in detail
+    assert capture("case2-refused", N2) == capture("case2-before", N2)
+    assert "2.5.140-1 hold ok installed" in capture("case2-before", N2)
+
+
+def test_case2_remedy_allow_downgrade_through_the_role_variable():
+    rc, text = run("case2-downgrade")
+    assert rc == 0, text[-3000:]
+    assert without_facts(capture("end", N2)) == without_facts(capture("s136", N2))
+
+
+def test_node1_ends_exactly_where_it_started():
+    assert capture("end", N1) == capture("s136", N1)
+
+
+def test_fast_path_refuses_a_bad_environment_value():
+    rc, text = run("small-env")
+    assert rc == 2
+    assert "ECCL_ALGO" in text
+    for n in (N1, N2):
+        result, detail = row(text, n)
+        assert result == "failed" and detail.startswith("refused") and "already at" not in detail
+    for n in (N1, N2):
+        assert capture("small", n) == capture("end", n)
+
+
+def test_manifest_version_with_a_newline_is_refused_and_never_a_directory():
+    rc, text = run("small-newline")
+    assert rc == 2
+    assert "newline" in text
+    for n in (N1, N2):
+        names = read("cache-small-%s.txt" % n).split()  # ls -1b: a newline would read \n
+        assert names and all("\\" not in name for name in names), names
+
+
+def test_halted_rollout_names_the_unreachable_node_and_prints_the_summary():
+    rc, text = run("small-halted")
+    assert rc in (2, 4)
+    report = json.loads(read("reports/deploy-halted.json"))
+    rows = {r["host"]: r for r in report["hosts"]}
+    assert rows[N1]["result"] == "unreachable"
+    assert rows[N2]["result"] == "not started"
+    assert report["unreachable_hosts"] == [N1]
+    assert "Unreachable: %s." % N1 in text
+    assert "1 not started" in text
+
+
+def test_no_lock_or_open_deploy_is_left(host):
+    assert not host.file("/var/lib/topsrider/run.lock").exists
+    assert not host.file("/var/lib/topsrider/open-deploy.json").exists
