@@ -49,7 +49,7 @@ collection-link:
 setup: venv docker sim-image bundles collection-link
 
 # ---- tests ------------------------------------------------------------------
-test: setup lint sanity units molecule readme-test perf-check
+test: setup lint changelog-lint sanity units molecule readme-test perf-check
 	@echo "make test: all passed"
 
 lint: venv collection-link
@@ -57,6 +57,15 @@ lint: venv collection-link
 
 sanity: venv
 	@scripts/sanity.sh
+
+# antsibull-changelog's own lint of changelogs/, and CHANGELOG.md must be what
+# changelogs/changelog.yaml generates (edit the fragments, never CHANGELOG.md).
+.PHONY: changelog-lint
+changelog-lint: venv
+	antsibull-changelog lint
+	@tmp=$$(mktemp) && antsibull-changelog generate --output "$$tmp" >/dev/null \
+	  && diff -u CHANGELOG.md "$$tmp" && rm -f "$$tmp" \
+	  || { echo "CHANGELOG.md differs from what changelogs/changelog.yaml generates: run antsibull-changelog generate"; exit 1; }
 
 units: venv collection-link
 	$(VENV)/bin/python -m pytest -q tests/unit
