@@ -8,7 +8,9 @@ VENV        := $(CURDIR)/.venv
 PYTHON      ?= python3
 COLL_LINK   := .cache/collections/ansible_collections/gcu/topsrider
 export PATH := $(VENV)/bin:$(PATH)
-export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+# The simulated fleet's settings (its inventory, no host-key checking): only for
+# these targets. The root ansible.cfg is the one for real hosts.
+export ANSIBLE_CONFIG := $(CURDIR)/sim/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.cache/collections
 export ANSIBLE_LOCAL_TEMP := $(CURDIR)/.cache/ansible-tmp
 export ANSIBLE_HOME := $(CURDIR)/.cache/ansible-home

@@ -592,7 +592,7 @@ def base_env(strategy, mitogen_dir):
     env = dict(os.environ)
     env.update({
         "PATH": venv_bin + os.pathsep + env.get("PATH", ""),
-        "ANSIBLE_CONFIG": os.path.join(TOP, "ansible.cfg"),
+        "ANSIBLE_CONFIG": os.path.join(TOP, "sim", "ansible.cfg"),
         "ANSIBLE_COLLECTIONS_PATH": os.path.join(TOP, ".cache", "collections"),
         "ANSIBLE_LOCAL_TEMP": os.path.join(TOP, ".cache", "ansible-tmp"),
         "ANSIBLE_HOME": os.path.join(TOP, ".cache", "ansible-home"),

@@ -4,14 +4,17 @@
 
 Why a script and not a molecule scenario: the playbook examples are shell
 lines (`ansible-playbook playbooks/deploy.yml -l t20 ...`) that a reader runs
-from the project root, over SSH, with the inventory ansible.cfg names
-(.sim/inventory.yml). A molecule scenario would run its own inventory over the
+from the project root, over SSH, with the checkout's own ansible.cfg (the one
+for real hosts: host keys checked) and the inventory each command names
+(-i inventory.yml). A molecule scenario would run its own inventory over the
 docker connection with its own group_vars, the very place where a variable
 the README does not set can creep in. Here the README's text runs with bash,
 from a work directory that looks like the project root to it
 (.cache/readme/work: links to the checkout's ansible.cfg, playbooks, roles,
-scripts, .venv and collections, the fleet's inventory as .sim/inventory.yml
-and as inventory.yml), and nothing is added to it: no -e, no -i.
+scripts, .venv and collections, the fleet's inventory as inventory.yml), and
+nothing is added to it: no -e, no -i. The reader's HOME holds the nodes' host
+keys in ~/.ssh/known_hosts, as an operator's does before the first run
+(ssh-keyscan of the fleet's SSH ports here).
 
 The world the examples assume, and only that, is prepared here: a simulated
 fleet of two nodes of 8 cards in group t20 named t20-node-1 and t20-node-3
@@ -33,6 +36,7 @@ import argparse
 import filecmp
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -46,6 +50,7 @@ import readme_blocks  # noqa: E402  pylint: disable=wrong-import-position
 
 BASE = os.path.join(TOP, ".cache", "readme")
 WORK = os.path.join(BASE, "work")
+HOME = os.path.join(BASE, "home")  # the reader's HOME: ~/.ssh/known_hosts with the nodes' keys
 LOGS = os.path.join(BASE, "logs")
 FLEET_ENV = {"SIM_NAME_PREFIX": "topsrider-readme", "SIM_SSH_BASE_PORT": "22600",
              "SIM_STATE_DIR": os.path.join(BASE, "fleet")}
@@ -75,6 +80,7 @@ def clean_env():
     env["PATH"] = os.path.join(TOP, ".venv", "bin") + os.pathsep + env.get("PATH", "")
     env["VIRTUAL_ENV"] = os.path.join(TOP, ".venv")
     env["ANSIBLE_NOCOLOR"] = "1"
+    env["HOME"] = HOME
     return env
 
 
@@ -133,9 +139,32 @@ def link(target, name):
     os.symlink(target, path)
 
 
+def trust_host_keys(inventory):
+    """The nodes' host keys in the reader's ~/.ssh/known_hosts (ssh-keyscan of every ansible_port of
+    the inventory, all on 127.0.0.1), so the root ansible.cfg's host-key checking passes as it would
+    for an operator who has added the nodes; no key, no run."""
+    ports = re.findall(r"ansible_port: (\d+)", inventory)
+    check(ports, "the fleet's inventory names no ansible_port", inventory)
+    ssh_dir = os.path.join(HOME, ".ssh")
+    shutil.rmtree(HOME, ignore_errors=True)
+    os.makedirs(ssh_dir, mode=0o700)
+    lines = []
+    for port in ports:
+        for attempt in range(30):
+            proc = subprocess.run(["ssh-keyscan", "-p", port, "-T", "5", "127.0.0.1"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, universal_newlines=True, timeout=60, check=False)
+            if proc.stdout.strip():
+                break
+            time.sleep(1)
+        check(proc.stdout.strip(), "no host key from the node at 127.0.0.1:%s" % port)
+        lines.append(proc.stdout)
+    with open(os.path.join(ssh_dir, "known_hosts"), "w") as f:
+        f.write("".join(lines))
+
+
 def prepare_world():
     shutil.rmtree(WORK, ignore_errors=True)
-    os.makedirs(os.path.join(WORK, ".sim"))
+    os.makedirs(WORK)
     for name in ("ansible.cfg", "playbooks", "roles", "scripts", "plugins", ".venv"):
         link(os.path.join(TOP, name), name)
     link(os.path.join(TOP, ".cache", "collections"), os.path.join(".cache", "collections"))
@@ -147,9 +176,9 @@ def prepare_world():
         inventory = f.read()
     check("        t20-node-2:\n" in inventory, "sim/fleet's inventory changed shape", inventory)
     inventory = inventory.replace("        t20-node-2:\n", "        t20-node-3:\n")
-    for path in (os.path.join(WORK, ".sim", "inventory.yml"), os.path.join(WORK, "inventory.yml")):
-        with open(path, "w") as f:
-            f.write(inventory)
+    with open(os.path.join(WORK, "inventory.yml"), "w") as f:
+        f.write(inventory)
+    trust_host_keys(inventory)
 
     # The release on the controller: a copy of the sample bundle, never over someone else's files.
     source = os.path.join(TOP, ".cache", "bundles", "2.5.140")
@@ -178,7 +207,7 @@ def prepare_world():
         must(rc, out, "the training environment %s on %s" % (CONDA_ENV, node))
 
     # What the fleet ran before: 2.5.136, deployed as 20261122T035011Z (the snapshot rollback's second line names).
-    rc, out, took = run(["ansible-playbook", "playbooks/deploy.yml", "-l", "t20",
+    rc, out, took = run(["ansible-playbook", "-i", "inventory.yml", "playbooks/deploy.yml", "-l", "t20",
                          "-e", "topsrider_bundle_dir=%s" % os.path.join(TOP, ".cache", "bundles", "2.5.136"),
                          "-e", "topsrider_python=%s/bin/python" % CONDA_ENV,
                          "-e", "topsrider_deploy_id=%s" % EARLIER_DEPLOY_ID], "world-deploy-2.5.136")
@@ -230,7 +259,7 @@ class Runner(object):
         with open(os.path.join(WORK, name), "w") as f:
             f.write(b.text)
         self.ran.append(block_id)
-        return self._done(block_id, *run(["ansible-playbook", name], block_id))
+        return self._done(block_id, *run(["ansible-playbook", "-i", "inventory.yml", name], block_id))
 
     def tasks(self, block_id, hosts, play_vars=None):
         """A block of tasks, text unchanged (indented), as the tasks of a play against `hosts`."""
@@ -246,7 +275,7 @@ class Runner(object):
         with open(path, "w") as f:
             f.write("\n".join(header) + "\n" + body + "\n")
         self.ran.append(block_id)
-        return self._done(block_id, *run(["ansible-playbook", os.path.basename(path)], block_id))
+        return self._done(block_id, *run(["ansible-playbook", "-i", "inventory.yml", os.path.basename(path)], block_id))
 
 
 def free_port():

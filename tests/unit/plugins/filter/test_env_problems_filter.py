@@ -31,7 +31,7 @@ def run_play(tmp_path, tasks, extra_vars=None):
     if extra_vars is not None:
         (tmp_path / "vars.json").write_text(json.dumps(extra_vars))
         argv += ["-e", "@" + str(tmp_path / "vars.json")]
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(TOP, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(TOP, "sim", "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_COLLECTIONS_PATH=os.path.join(TOP, ".cache", "collections"),
                ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
     proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=str(tmp_path),
