@@ -25,13 +25,16 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg import (
 # larger files are described by their sha256 only.
 MAX_CONTENT_BYTES = 64 * 1024
 
-# Run in the training interpreter: versions from package metadata, without
-# importing torch or torch_gcu (fast, and works even when an import would fail).
+# Run in the training interpreter (python -c, Python 3.6+): versions from
+# package metadata, without importing torch or torch_gcu (fast, and works even
+# when an import would fail). The collection's one answer to "which Python,
+# torch, torch_gcu and pip does this interpreter have", for topsrider_state and
+# through it the torch_gcu role.
 PYTHON_PROBE = r'''
 import json, sys
 def v(names):
     try:
-        from importlib.metadata import version, PackageNotFoundError
+        from importlib.metadata import version, PackageNotFoundError  # novm (3.8+, guarded)
     except ImportError:
         try:
             from importlib_metadata import version, PackageNotFoundError
@@ -52,7 +55,7 @@ def v(names):
             pass
     return None
 print(json.dumps({"python": "%d.%d" % sys.version_info[:2], "executable": sys.executable,
-                  "torch": v(["torch"]), "torch_gcu": v(["torch_gcu", "torch-gcu"])}))
+                  "torch": v(["torch"]), "torch_gcu": v(["torch_gcu", "torch-gcu"]), "pip": v(["pip"])}))
 '''
 
 

@@ -467,9 +467,7 @@ from ansible_collections.gcu.topsrider.plugins.module_utils import _collective_r
 from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import ENV_RULES, env_problems
 from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import (
     DEFAULT_LIBRARY_DIRS,
-    FRAMEWORK_SCRIPT,
     LIBRARY_NAME,
-    LIBRARY_SCRIPT,
     NCCL_LIBRARY_DIRS,
     NCCL_LIBRARY_NAME,
     NCCL_SONAME,
@@ -479,13 +477,14 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import (
     failure_message,
     find_copies,
     last_stage,
-    parse_ldconfig_cache,
     parse_report,
     problem,
     read_ld_so_conf,
     search_dirs,
     tail,
 )
+from ansible_collections.gcu.topsrider.plugins.module_utils._eccl_children import FRAMEWORK_SCRIPT, LIBRARY_SCRIPT
+from ansible_collections.gcu.topsrider.plugins.module_utils._node import C_LOCALE, parse_ldconfig_cache
 
 LEVELS = ("library", "framework", "collective")
 
@@ -502,7 +501,8 @@ def free_port():
 
 def child_env(environment):
     env = dict(os.environ)
-    env.update({"LC_ALL": "C", "LANG": "C", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"})
+    env.update(C_LOCALE)
+    env.update({"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"})
     env.update(dict((k, str(v)) for k, v in environment.items()))
     return env
 
@@ -538,7 +538,7 @@ def probe_library(module, params, env, workdir):
     ldconfig = module.get_bin_path("ldconfig", required=False, opt_dirs=["/sbin", "/usr/sbin"])
     if ldconfig:
         cmd = [ldconfig, "-p"]
-        rc, out, err = module.run_command(cmd, environ_update={"LC_ALL": "C", "LANG": "C"})
+        rc, out, err = module.run_command(cmd, environ_update=C_LOCALE)
         if rc != 0:
             module.fail_json(msg="%s failed" % " ".join(cmd), cmd=cmd, rc=rc, stdout=out, stderr=err)
         cache_paths = parse_ldconfig_cache(out, name)

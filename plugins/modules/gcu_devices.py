@@ -314,20 +314,17 @@ import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gcu.topsrider.plugins.module_utils._efsmi import (
-    ENFLAME_VENDOR_ID, EfsmiParseError, check_expectations, merge_summary_into_query, parse_efsmi, pci_view,
+from ansible_collections.gcu.topsrider.plugins.module_utils._efsmi import check_expectations
+from ansible_collections.gcu.topsrider.plugins.module_utils._node import (
+    C_LOCALE, EFSMI_DIRS, PCI_ROOT, query_then_summary, read_efsmi, read_pci,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._nvsmi import (
-    COMPUTE_APPS_FIELDS, NVIDIA_GPU_CLASS_PREFIX, NVIDIA_VENDOR_ID, QUERY_GPU_FIELDS, NvsmiParseError,
-    attach_processes, parse_compute_apps, parse_query_gpu,
+    COMPUTE_APPS_FIELDS, QUERY_GPU_FIELDS, NvsmiParseError, attach_processes, parse_compute_apps, parse_query_gpu,
 )
 
-PCI_ROOT = "/sys/bus/pci/devices"
 DRIVER_VERSION_FILE = "/sys/module/enflame/version"
 DRIVER_MODULE_DIR = "/sys/module/enflame"
 DEV_GLOB = "/dev/gcu*"
-EFSMI_DIRS = ["/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/opt/tops/bin", "/usr/local/tops/bin"]
-C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
 NV_DRIVER_VERSION_FILE = "/sys/module/nvidia/version"
 NV_DRIVER_MODULE_DIR = "/sys/module/nvidia"
 NV_DEV_GLOB = "/dev/nvidia*"
@@ -365,27 +362,6 @@ def nvidia_driver_hint():
             "On this node: %s." % "; ".join(facts))
 
 
-def read_pci(root, vendor="enflame"):
-    try:
-        names = sorted(os.listdir(root))
-    except OSError:
-        return {"count": None, "device_ids": [], "bus_ids": []}
-
-    def read(path):
-        try:
-            with open(path) as f:
-                return f.read()
-        except (IOError, OSError):
-            return None
-
-    if vendor == "nvidia":
-        return pci_view(((n, read(os.path.join(root, n, "vendor")), read(os.path.join(root, n, "device")),
-                          read(os.path.join(root, n, "class"))) for n in names),
-                        vendor_id=NVIDIA_VENDOR_ID, class_prefix=NVIDIA_GPU_CLASS_PREFIX)
-    return pci_view(((n, read(os.path.join(root, n, "vendor")), read(os.path.join(root, n, "device")))
-                     for n in names), vendor_id=ENFLAME_VENDOR_ID)
-
-
 def read_driver_version(path=None):
     try:
         with open(path or DRIVER_VERSION_FILE) as f:
@@ -394,63 +370,37 @@ def read_driver_version(path=None):
         return None
 
 
-class EfsmiRun(object):
-    def __init__(self, module, efsmi):
-        self.module = module
-        self.efsmi = efsmi
-
-    def run(self, source):
-        argv = [self.efsmi, "-q"] if source == "query" else [self.efsmi]
-        rc, out, err = self.module.run_command(argv, environ_update=C_LOCALE)
-        return {"argv": argv, "cmd": " ".join(argv), "rc": rc, "stdout": out, "stderr": err}
-
-    def fail_rc(self, r, also=None):
-        msg = "`%s` failed (rc=%d): %s. %s" % (r["cmd"], r["rc"], (r["stderr"] or r["stdout"] or "").strip()
-                                               or "no output", driver_hint())
-        if also:
-            msg += " (%s)" % also
-        self.module.fail_json(msg=msg, cmd=r["cmd"], rc=r["rc"], stdout=r["stdout"], stderr=r["stderr"],
-                              problems=[])
+def fail_rc(module, r, also=None):
+    """Fail on an efsmi run that exited non-zero, with the driver hint."""
+    msg = "`%s` failed (rc=%d): %s. %s" % (r["cmd"], r["rc"], (r["stderr"] or r["stdout"] or "").strip()
+                                           or "no output", driver_hint())
+    if also:
+        msg += " (%s)" % also
+    module.fail_json(msg=msg, cmd=r["cmd"], rc=r["rc"], stdout=r["stdout"], stderr=r["stderr"], problems=[])
 
 
 def collect(module, efsmi, source):
     """Run efsmi as source says; returns (parsed, used source, warnings) or fails."""
-    runner = EfsmiRun(module, efsmi)
     warnings = []
     if source in ("query", "summary"):
-        r = runner.run(source)
+        r = read_efsmi(module, efsmi, source)
         if r["rc"] != 0:
-            runner.fail_rc(r)
-        try:
-            return parse_efsmi(r["stdout"], source), source, warnings
-        except EfsmiParseError as e:
-            module.fail_json(msg="`%s`: %s" % (r["cmd"], e), cmd=r["cmd"], rc=r["rc"], stdout=r["stdout"],
+            fail_rc(module, r)
+        if r["error"] is not None:
+            module.fail_json(msg="`%s`: %s" % (r["cmd"], r["error"]), cmd=r["cmd"], rc=r["rc"], stdout=r["stdout"],
                              stderr=r["stderr"], problems=[])
-    # auto: -q first, the summary table as fall-back
-    q = runner.run("query")
-    q_error = None
-    if q["rc"] == 0:
-        try:
-            parsed = parse_efsmi(q["stdout"], "query")
-        except EfsmiParseError as e:
-            q_error = str(e)
-        else:
-            s = runner.run("summary")
-            if s["rc"] == 0:
-                try:
-                    parsed = merge_summary_into_query(parsed, parse_efsmi(s["stdout"], "summary"))
-                except EfsmiParseError:
-                    pass  # best effort only: -q already gave the cards
-            return parsed, "query", warnings
-    s = runner.run("summary")
+        return r["parsed"], source, warnings
+    # auto: -q first (with the summary table merged in, best effort), the summary table as fall-back
+    parsed, used, q, s = query_then_summary(module, efsmi, merge=True)
+    if used == "query":
+        return parsed, used, warnings
+    q_error = q["error"]
     if s["rc"] != 0:
-        runner.fail_rc(s, also="`%s` before it: rc=%d, %s" % (
+        fail_rc(module, s, also="`%s` before it: rc=%d, %s" % (
             q["cmd"], q["rc"], (q["stderr"] or "").strip() or q_error or "no stderr"))
-    try:
-        parsed = parse_efsmi(s["stdout"], "summary")
-    except EfsmiParseError as e:
+    if s["error"] is not None:
         module.fail_json(msg="`%s`: %s. `%s` before it: %s" % (
-            s["cmd"], e, q["cmd"], q_error or "rc=%d, %s" % (q["rc"], (q["stderr"] or "").strip())),
+            s["cmd"], s["error"], q["cmd"], q_error or "rc=%d, %s" % (q["rc"], (q["stderr"] or "").strip())),
             cmd=s["cmd"], rc=s["rc"], stdout=s["stdout"], stderr=s["stderr"], problems=[])
     warnings.append("`%s` was not usable (%s); read the summary table instead, which has no health "
                     "or memory-used columns" % (q["cmd"], q_error.split(". First lines", 1)[0] if q_error

@@ -141,17 +141,12 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg import QUERY_FORMAT
-from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import parse_ldconfig_cache
-from ansible_collections.gcu.topsrider.plugins.module_utils._efsmi import (
-    EfsmiParseError, parse_efsmi, pci_view,
+from ansible_collections.gcu.topsrider.plugins.module_utils._node import (
+    C_LOCALE, EFSMI_DIRS, PCI_ROOT, parse_ldconfig_cache, query_then_summary, read_pci,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._state import (
     PYTHON_PROBE, StateError, file_state, library_state, owned_files, packages_state, parse_python_probe,
 )
-
-C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
-PCI_ROOT = "/sys/bus/pci/devices"
-EFSMI_DIRS = ["/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/opt/tops/bin", "/usr/local/tops/bin"]
 
 
 def _fail_cmd(module, argv, rc, out, err, what):
@@ -211,46 +206,22 @@ def read_library(module, library, package):
     return state
 
 
-def read_pci(root):
-    try:
-        names = sorted(os.listdir(root))
-    except OSError:
-        return None
-
-    def read(path):
-        try:
-            with open(path) as f:
-                return f.read()
-        except (IOError, OSError):
-            return None
-
-    return pci_view((n, read(os.path.join(root, n, "vendor")), read(os.path.join(root, n, "device"))) for n in names)
-
-
 def read_devices(module, efsmi_path):
-    pci = read_pci(PCI_ROOT)
-    result = {"count": None, "cards": [], "source": None, "pci_count": pci["count"] if pci else None,
+    result = {"count": None, "cards": [], "source": None, "pci_count": read_pci(PCI_ROOT)["count"],
               "error": None}
     efsmi = efsmi_path or module.get_bin_path("efsmi", required=False, opt_dirs=EFSMI_DIRS)
     if not efsmi or not os.access(efsmi, os.X_OK):
         result["error"] = "efsmi not found (%s)" % (efsmi_path or "PATH, " + ", ".join(EFSMI_DIRS))
         return result
-    errors = []
-    for source, argv in (("query", [efsmi, "-q"]), ("summary", [efsmi])):
-        rc, out, err = module.run_command(argv, environ_update=C_LOCALE)
-        if rc != 0:
-            errors.append("`%s` rc=%d: %s" % (" ".join(argv), rc, (err or out or "").strip()[:300]))
-            continue
-        try:
-            parsed = parse_efsmi(out, source)
-        except EfsmiParseError as e:
-            errors.append("`%s`: %s" % (" ".join(argv), str(e)[:300]))
-            continue
-        cards = sorted(parsed["cards"], key=lambda c: c["index"])
-        result.update(count=len(cards), source=source,
-                      cards=[dict((k, c.get(k)) for k in ("index", "bus_id", "serial", "health")) for c in cards])
+    parsed, source, q, s = query_then_summary(module, efsmi)
+    if parsed is None:
+        result["error"] = "; ".join(
+            "`%s` rc=%d: %s" % (r["cmd"], r["rc"], (r["stderr"] or r["stdout"] or "").strip()[:300]) if r["rc"] != 0
+            else "`%s`: %s" % (r["cmd"], r["error"][:300]) for r in (q, s))
         return result
-    result["error"] = "; ".join(errors)
+    cards = sorted(parsed["cards"], key=lambda c: c["index"])
+    result.update(count=len(cards), source=source,
+                  cards=[dict((k, c.get(k)) for k in ("index", "bus_id", "serial", "health")) for c in cards])
     return result
 
 

@@ -52,7 +52,62 @@ def test_python_probe_runs_for_real():
     data = _state.parse_python_probe(proc.returncode, proc.stdout, proc.stderr)
     assert data["python"] == "%d.%d" % sys.version_info[:2]
     assert data["torch_gcu"] is None
-    assert set(data) == {"python", "executable", "torch", "torch_gcu"}
+    assert set(data) == {"python", "executable", "torch", "torch_gcu", "pip"}
+
+
+def _dist(root, dirname, name, version):
+    d = root / dirname
+    d.mkdir()
+    (d / "METADATA").write_text(u"Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version))
+
+
+def _probe(tmp_path, dists):
+    """The probe as topsrider_state runs it (python -c, cwd /, C locale), by a
+    real interpreter that sees only fake installed distributions."""
+    for dirname, name, version in dists:
+        _dist(tmp_path, dirname, name, version)
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), LC_ALL="C", LANG="C")
+    # -S: no site-packages of the interpreter running the tests, only PYTHONPATH
+    proc = subprocess.run([sys.executable, "-S", "-c", _state.PYTHON_PROBE], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=env, cwd="/", universal_newlines=True, check=False)
+    assert len(proc.stdout.splitlines()) == 1, proc.stdout + proc.stderr
+    return _state.parse_python_probe(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.mark.parametrize("dists, torch, torch_gcu, pip", [
+    ([], None, None, None),
+    ([("torch-2.13.0+cpu.dist-info", "torch", "2.13.0+cpu")], "2.13.0+cpu", None, None),
+    ([("torch-2.13.0+cpu.dist-info", "torch", "2.13.0+cpu"),
+      ("torch_gcu-2.13.0+2.5.136.dist-info", "torch_gcu", "2.13.0+2.5.136"),
+      ("pip-23.0.1.dist-info", "pip", "23.0.1")], "2.13.0+cpu", "2.13.0+2.5.136", "23.0.1"),
+    # the distribution spelled with a dash in its metadata
+    ([("torch_gcu-1.10.0+2.5.136.dist-info", "torch-gcu", "1.10.0+2.5.136")], None, "1.10.0+2.5.136", None),
+], ids=["nothing", "torch-only", "all", "dash-name"])
+def test_python_probe_reports_installed_versions(tmp_path, dists, torch, torch_gcu, pip):
+    got = _probe(tmp_path, dists)
+    assert (got["torch"], got["torch_gcu"], got["pip"]) == (torch, torch_gcu, pip)
+    assert got["python"] == "%d.%d" % sys.version_info[:2]
+    assert got["executable"] == sys.executable
+
+
+def test_python_probe_imports_neither_torch_nor_torch_gcu(tmp_path):
+    # A torch_gcu package that fails on import: the probe must not import it
+    # (it reads metadata only), so a broken install is still probed.
+    pkg = tmp_path / "torch_gcu"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(u"raise ImportError('libeccl.so: cannot open shared object file')\n")
+    got = _probe(tmp_path, [("torch_gcu-2.13.0+2.5.140.dist-info", "torch_gcu", "2.13.0+2.5.140")])
+    assert got["torch_gcu"] == "2.13.0+2.5.140"
+
+
+def test_python_probe_runs_on_python_3_6(tmp_path):
+    # The probe is a string, so the module-code check (test_py36_compat) does not see it.
+    probe = tmp_path / "probe.py"
+    probe.write_text(_state.PYTHON_PROBE)
+    vermin = os.path.join(os.path.dirname(sys.executable), "vermin")
+    proc = subprocess.run([vermin, "--target=3.6-", "--violations", "--no-tips", str(probe)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    assert proc.returncode == 0, proc.stdout
 
 
 @pytest.mark.parametrize("rc,out,err,msg", [

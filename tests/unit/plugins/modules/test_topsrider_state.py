@@ -64,7 +64,8 @@ def test_everything_in_one_pass(run, tmp_path):
     python = tmp_path / "python"
     python.write_text(u"#!/bin/sh\n")
     os.chmod(str(python), 0o755)
-    probe = json.dumps({"python": "3.11", "executable": str(python), "torch": "2.13.0", "torch_gcu": None})
+    probe = json.dumps({"python": "3.11", "executable": str(python), "torch": "2.13.0", "torch_gcu": None,
+                        "pip": "23.0.1"})
     result, calls = run(
         {"packages": ["tops-eccl", "tops-sdk"], "files": [str(env), str(tmp_path / "gone")], "python": str(python),
          "library": "libeccl.so", "library_package": "tops-eccl", "devices": True, "efsmi_path": "/bin/true"},
@@ -81,7 +82,8 @@ def test_everything_in_one_pass(run, tmp_path):
         "tops-sdk": {"version": None, "status": "not-installed", "want": "unknown", "held": False}}
     assert state["files"][str(env)]["content"] == "export A=1\n"
     assert state["files"][str(tmp_path / "gone")] == {"exists": False}
-    assert state["python"]["torch"] == "2.13.0" and state["python"]["error"] is None
+    assert state["python"] == {"path": str(python), "python": "3.11", "executable": str(python), "torch": "2.13.0",
+                               "torch_gcu": None, "pip": "23.0.1", "error": None}
     assert [c["path"] for c in state["library"]["resolved"]] == ["/usr/local/tops/lib/libeccl.so"]
     assert [c["path"] for c in state["library"]["owned"]] == ["/usr/local/tops/lib/libeccl.so"]
     assert state["devices"]["count"] == 8 and state["devices"]["source"] == "summary"

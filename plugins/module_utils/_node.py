@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Node I/O helpers shared by the gcu.topsrider modules.
+
+One home for what several modules read from a node: the C locale every
+command runs under, the PCI view of the accelerators (sysfs), the efsmi
+"query, then the summary table" fallback, and the ``ldconfig -p`` cache.
+The parsing lives in ``_efsmi`` / ``_nvsmi``; this file only reads and runs.
+Runs on the node: Python 3.6+.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+import re
+
+from ansible_collections.gcu.topsrider.plugins.module_utils._efsmi import (
+    ENFLAME_VENDOR_ID, EfsmiParseError, merge_summary_into_query, parse_efsmi, pci_view,
+)
+from ansible_collections.gcu.topsrider.plugins.module_utils._nvsmi import NVIDIA_GPU_CLASS_PREFIX, NVIDIA_VENDOR_ID
+
+C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
+PCI_ROOT = "/sys/bus/pci/devices"
+EFSMI_DIRS = ["/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/opt/tops/bin", "/usr/local/tops/bin"]
+
+
+def read_text(path):
+    """The whole text of a file, or None when it cannot be read."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except (IOError, OSError):
+        return None
+
+
+def read_pci(root=PCI_ROOT, vendor="enflame"):
+    """The accelerators sysfs lists under `root` (pci_view), for `vendor` (enflame or nvidia).
+    An unreadable root gives count None and no devices."""
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return {"count": None, "device_ids": [], "bus_ids": []}
+    if vendor == "nvidia":
+        return pci_view(((n, read_text(os.path.join(root, n, "vendor")), read_text(os.path.join(root, n, "device")),
+                          read_text(os.path.join(root, n, "class"))) for n in names),
+                        vendor_id=NVIDIA_VENDOR_ID, class_prefix=NVIDIA_GPU_CLASS_PREFIX)
+    return pci_view(((n, read_text(os.path.join(root, n, "vendor")), read_text(os.path.join(root, n, "device")))
+                     for n in names), vendor_id=ENFLAME_VENDOR_ID)
+
+
+def run_c(module, argv, **kwargs):
+    """module.run_command under the C locale, as a dict: argv, cmd, rc, stdout, stderr."""
+    rc, out, err = module.run_command(argv, environ_update=C_LOCALE, **kwargs)
+    return {"argv": argv, "cmd": " ".join(argv), "rc": rc, "stdout": out, "stderr": err}
+
+
+def read_efsmi(module, efsmi, source):
+    """Run efsmi for one source (query: `efsmi -q`; summary: `efsmi`) and parse it.
+    Returns run_c's dict plus parsed (None unless rc 0 and it parsed) and error
+    (the parse error's text, None when it parsed or rc was not 0)."""
+    r = run_c(module, [efsmi, "-q"] if source == "query" else [efsmi])
+    r.update(parsed=None, error=None)
+    if r["rc"] == 0:
+        try:
+            r["parsed"] = parse_efsmi(r["stdout"], source)
+        except EfsmiParseError as e:
+            r["error"] = str(e)
+    return r
+
+
+def query_then_summary(module, efsmi, merge=False):
+    """`efsmi -q` first, the summary table when -q is not usable.
+    merge: when -q parsed, also read the summary table, best effort, for what only it has.
+    Returns (parsed or None, source used or None, the -q attempt, the summary attempt or None);
+    the attempts are read_efsmi's dicts, for the caller's messages."""
+    q = read_efsmi(module, efsmi, "query")
+    if q["parsed"] is not None:
+        parsed = q["parsed"]
+        if merge:
+            s = read_efsmi(module, efsmi, "summary")
+            if s["parsed"] is not None:
+                parsed = merge_summary_into_query(parsed, s["parsed"])
+        return parsed, "query", q, None
+    s = read_efsmi(module, efsmi, "summary")
+    return s["parsed"], "summary" if s["parsed"] is not None else None, q, s
+
+
+def parse_ldconfig_cache(text, name):
+    """Paths of `name` (and name.N...) in `ldconfig -p` output."""
+    paths = []
+    pattern = re.compile(r"^\s*(%s(?:\.[0-9.]+)?)\s+\(.*\)\s+=>\s+(\S.*)$" % re.escape(name))
+    for line in (text or "").splitlines():
+        m = pattern.match(line)
+        if m and m.group(2).strip() not in paths:
+            paths.append(m.group(2).strip())
+    return paths
