@@ -4,7 +4,8 @@
 tasks that use it (eccl_env's preflight, dist_launch's environment check), run
 by ansible-playbook on localhost. Both tasks fail before anything is written,
 so the refusals change nothing here; the one accepted dist_launch case writes
-only into a temporary directory."""
+only into a temporary directory. The third user of the rule, the eccl_probe
+module, has its trailing-newline cases in tests/unit/plugins/modules/test_eccl_probe.py."""
 import json
 import os
 import subprocess
@@ -114,3 +115,37 @@ def test_dist_launch_refuses_before_writing(tmp_path, vendor, env, expected):
     for text in expected:
         assert text in out, text
     assert not (tmp_path / "launch").exists()
+
+
+# A trailing newline ($ would let it through; every pattern ends in \Z) in an
+# environment value or a path: each role refuses before it writes anything.
+@pytest.mark.parametrize("extra, expected", [
+    ({"eccl_env_vars": {"ECCL_DEBUG": "INFO\n"}},
+     'the value of "ECCL_DEBUG" (from eccl_env_vars), "INFO\\n", has characters that are not allowed'),
+    ({"eccl_env_file": "{tmp}/topsrider.sh\n"}, "eccl_env_file must be an absolute path of plain characters"),
+])
+def test_trailing_newline_refused_by_eccl_env(tmp_path, extra, expected):
+    extra = {k: v.replace("{tmp}", str(tmp_path)) if isinstance(v, str) else v for k, v in extra.items()}
+    # The whole role, as used alone: its own preflight runs first (eccl_env_preflight defaults to true).
+    rc, out = run_play(tmp_path, [{"name": "ECCL", "ansible.builtin.include_role": {"name": "gcu.topsrider.eccl_env"}}],
+                       dict(extra, eccl_env_bundle_path="/nonexistent"))
+    assert rc != 0, out
+    assert expected in out, out
+    assert "Install the ECCL packages" not in out
+    assert not (tmp_path / "topsrider.sh").exists()
+
+
+@pytest.mark.parametrize("name, value, expected", [
+    ("dist_launch_env", {"ECCL_DEBUG": "INFO\n"}, "dist_launch: refused, nothing was written:"),
+    ("dist_launch_dir", "{tmp}/launch\n", "Check dist_launch_dir, dist_launch_python"),
+    ("dist_launch_python", "/opt/x\n", "Check dist_launch_dir, dist_launch_python"),
+    ("dist_launch_env_file", "/opt/x\n", "Check dist_launch_dir, dist_launch_python"),
+    ("dist_launch_device_count", "2\n", "No card count"),
+])
+def test_trailing_newline_refused_by_dist_launch(tmp_path, name, value, expected):
+    value = value.replace("{tmp}", str(tmp_path)) if isinstance(value, str) else value
+    rc, out = run_play(tmp_path, [DIST_LAUNCH], dist_launch_vars(tmp_path, **{name: value}))
+    assert rc != 0, out
+    assert expected in out, out
+    assert not (tmp_path / "launch").exists()
+    assert not (tmp_path / "launch\n").exists()

@@ -183,6 +183,14 @@ def test_library_probe_crash_is_probe_failed_only(node, libdir, tmp_path):
     assert r["library"]["loadable"] is None and len(r["library"]["copies"]) == 1
 
 
+def test_trailing_newline_in_the_python_path_is_never_run(node, libdir):
+    # "/path/python\n" is not the interpreter: refused (PYTHON_MISSING), no child process started.
+    failed, r = run({"python": sys.executable + "\n", "level": "framework", "environment": {"LD_LIBRARY_PATH": libdir}})
+    assert failed and r["framework"] is None
+    assert [p["code"] for p in r["problems"]] == ["PYTHON_MISSING"]
+    assert node["commands"] == [[LDCONFIG, "-p"]]
+
+
 def test_check_mode_runs_the_same_read_only_probe(node, libdir, tmp_path):
     site = eccl_fakes.make_site(tmp_path, gcu="2.x")
     failed, r = run({"python": sys.executable, "_ansible_check_mode": True,
@@ -196,6 +204,7 @@ def test_check_mode_runs_the_same_read_only_probe(node, libdir, tmp_path):
     ({"environment": {"lower": "1"}}, 'variable name "lower" (from environment) is not a valid name'),
     # The one environment rule (module_utils/_envcheck): a trailing newline never passes.
     ({"environment": {"ECCL_DEBUG": "INFO\n"}}, '"INFO\\n", has characters that are not allowed'),
+    ({"environment": {"ECCL_DEBUG\n": "INFO"}}, 'variable name "ECCL_DEBUG\\n" (from environment) is not a valid name'),
     ({"environment": {"ECCL_DEBUG": "INFO; touch /tmp/pwned"}}, "has characters that are not allowed"),
     ({"timeout": 0}, "timeout"),
     ({"sizes": [2]}, "sizes"),
