@@ -103,3 +103,26 @@ def test_a_missing_node_python_is_refused_and_the_floor_passes(tmp_path):
     assert "could not be run (none of /nonexistent/python3 runs)" in proc.stdout
     proc, module_ran = run_node_python_check(tmp_path, find_python(FLOOR))
     assert proc.returncode == 0 and module_ran, proc.stdout
+
+
+def test_the_code_that_runs_in_the_training_python_compiles_on_python_3_6():
+    """The training Python is not the node Python: the 2.5.136 release's torch_gcu wheels are
+    built for 3.6 and 3.8, so what runs there (the eccl_probe child scripts, the topsrider_state
+    Python probe, the collective rank file) must still compile on a real CPython 3.6."""
+    sys.path.insert(0, os.path.join(TOP, "plugins", "module_utils"))
+    try:
+        import _eccl_children
+        import _state
+    finally:
+        sys.path.pop(0)
+    sources = {"_eccl_children.LIBRARY_SCRIPT": _eccl_children.LIBRARY_SCRIPT,
+               "_eccl_children.FRAMEWORK_SCRIPT": _eccl_children.FRAMEWORK_SCRIPT,
+               "_state.PYTHON_PROBE": _state.PYTHON_PROBE}
+    with open(os.path.join(TOP, "plugins", "module_utils", "_collective_rank.py")) as f:
+        sources["_collective_rank.py"] = f.read()
+    python = find_python("3.6")
+    for name, source in sorted(sources.items()):
+        proc = subprocess.run([python, "-c", "import sys; compile(sys.stdin.read(), %r, 'exec')" % name],
+                              input=source, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True, check=False)
+        assert proc.returncode == 0, "%s does not compile on Python 3.6:\n%s" % (name, proc.stdout)
