@@ -14,8 +14,9 @@ description:
   - Collects, in one call, everything a drift check compares with the desired state
     (C(playbooks/drift.yml) and the filter P(gcu.topsrider.topsrider_drift_findings#filter)), namely the
     installed versions and holds of Debian packages (one C(dpkg-query) call), sha256, mode,
-    owner and (small UTF-8 files) content of files, the Python, torch and torch_gcu versions of
-    a training interpreter (from package metadata, without importing torch), where the loader
+    owner and (small UTF-8 files) content of files, the Python, torch, torch_gcu and pip versions
+    of a training interpreter (from package metadata, without importing torch; the role
+    C(gcu.topsrider.torch_gcu) reads them here too), where the loader
     resolves a library (C(ldconfig -p)) and which copies of it a package installed
     (C(dpkg-query -L)), and the GCUs the driver sees (C(efsmi -q), the summary table as
     fall-back) with the PCI view.
@@ -39,7 +40,7 @@ options:
     default: []
   python:
     description:
-      - Interpreter of the training environment whose torch and torch_gcu versions are read.
+      - Interpreter of the training environment whose Python, torch, torch_gcu and pip versions are read.
     type: path
   library:
     description:
@@ -59,16 +60,11 @@ options:
     description:
       - Path of efsmi; by default looked up in C(PATH), C(/usr/sbin) and C(/usr/local/bin).
     type: path
+extends_documentation_fragment:
+  - gcu.topsrider.attributes
+  - gcu.topsrider.attributes.read_only
 attributes:
-  check_mode:
-    support: full
-    description: The module only reads; check mode runs it unchanged.
-  diff_mode:
-    support: none
-    description: Nothing is changed, so there is no diff.
   platform:
-    support: full
-    platforms: posix
     description: Debian-family nodes (dpkg).
 notes:
   - Commands run with C(LC_ALL=C); the training interpreter runs a short metadata-only probe.
@@ -115,11 +111,11 @@ state:
                "group": "root", "size": 120, "sha256": "9f2c...", "content": "/usr/local/tops/lib\n"}}
     python:
       description: >-
-        C(path) of the interpreter, C(python) (major.minor), C(executable), C(torch) and C(torch_gcu) versions
-        (null when not installed), or C(error) when the interpreter could not be probed.
+        C(path) of the interpreter, C(python) (major.minor), C(executable), C(torch), C(torch_gcu) and C(pip)
+        versions (null when not installed), or C(error) when the interpreter could not be probed.
       type: dict
       sample: {"path": "/opt/venvs/train/bin/python", "python": "3.11", "executable": "/opt/venvs/train/bin/python",
-               "torch": "2.13.0", "torch_gcu": "2.13.0+2.5.136", "error": null}
+               "torch": "2.13.0", "torch_gcu": "2.13.0+2.5.136", "pip": "23.0.1", "error": null}
     library:
       description: >-
         C(name), C(package), C(resolved) (the loader cache's entries, in its order) and C(owned) (the package's
@@ -168,7 +164,7 @@ def read_packages(module, names):
 
 def read_python(module, python):
     result = {"path": python, "python": None, "executable": None, "torch": None, "torch_gcu": None,
-              "error": None}
+              "pip": None, "error": None}
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
         result["error"] = "%s does not exist or is not executable" % python
         return result
@@ -179,7 +175,7 @@ def read_python(module, python):
     except StateError as e:
         result["error"] = "%s: %s" % (python, e)
         return result
-    for key in ("python", "executable", "torch", "torch_gcu"):
+    for key in ("python", "executable", "torch", "torch_gcu", "pip"):
         result[key] = data.get(key)
     return result
 
