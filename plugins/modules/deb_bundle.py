@@ -117,6 +117,8 @@ notes:
     with C(DPKG_FRONTEND_LOCKED=1), so that no apt or unattended-upgrades run can slip in between the steps of
     one transaction and its rollback.
   - Conflicts and Breaks are left to dpkg; Depends and Pre-Depends are checked before anything changes.
+extends_documentation_fragment:
+  - gcu.topsrider.attributes
 attributes:
   check_mode:
     support: full
@@ -125,7 +127,6 @@ attributes:
     support: full
     description: Shows the managed packages' versions and holds before and after.
   platform:
-    support: full
     platforms: debian
     description: Debian and derivatives (dpkg).
 seealso:

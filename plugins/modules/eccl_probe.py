@@ -146,16 +146,11 @@ options:
       - Set to V(false) for reporting runs; RV(healthy) and RV(problems) still tell.
     type: bool
     default: true
+extends_documentation_fragment:
+  - gcu.topsrider.attributes
+  - gcu.topsrider.attributes.read_only
 attributes:
-  check_mode:
-    support: full
-    description: The probes are read-only and run in check mode too.
-  diff_mode:
-    support: none
-    description: Nothing is changed, so there is nothing to diff.
   platform:
-    support: full
-    platforms: posix
     description: Linux nodes with the TopsRider stack (or the gcu.topsrider simulator).
 notes:
   - The children get the module's environment plus O(environment), not a login shell's; settings from

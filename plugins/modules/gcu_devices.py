@@ -88,16 +88,11 @@ options:
       - A card whose utilization is C(N/A) counts as not busy. NVIDIA GPUs in MIG mode report no
         utilization, so they always fail this check; the message says so.
     type: float
+extends_documentation_fragment:
+  - gcu.topsrider.attributes
+  - gcu.topsrider.attributes.read_only
 attributes:
-  check_mode:
-    support: full
-    description: The module only reads; check mode runs it unchanged.
-  diff_mode:
-    support: none
-    description: Nothing is changed, so there is no diff.
   platform:
-    support: full
-    platforms: posix
     description: Linux nodes with the Enflame driver and efsmi, or the NVIDIA driver and nvidia-smi, installed.
 notes:
   - C(gcu_driver_version) comes from C(/sys/module/enflame/version) when present, else from efsmi.

@@ -48,6 +48,8 @@ options:
 notes:
   - In check mode the lock is not taken; a lock held by another run is reported as a warning, since what check
     mode reads may change under it.
+extends_documentation_fragment:
+  - gcu.topsrider.attributes
 attributes:
   check_mode:
     support: full
@@ -55,10 +57,6 @@ attributes:
   diff_mode:
     support: none
     description: The lock file is bookkeeping of the run, not node state to diff.
-  platform:
-    support: full
-    platforms: posix
-    description: Linux nodes managed by gcu.topsrider.
 '''
 
 EXAMPLES = r'''
