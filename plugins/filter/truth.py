@@ -11,68 +11,35 @@ __metaclass__ = type
 
 import json
 
-from ansible.errors import AnsibleFilterError
 from ansible_collections.gcu.topsrider.plugins.module_utils._truth import (
     freeze_torch_gcu, restore_expected, snapshot_needs, state_differences, value_problems,
 )
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded
+
+ERRORS = (AttributeError,)
 
 
-def _plain(value):
-    """Jinja and ansible-core 2.19 hand over tagged or lazy containers: make plain ones."""
-    if isinstance(value, dict):
-        return dict((str(k), _plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, str):
-        return str(value)
-    return value
-
-
-def _guard(func, *args):
-    try:
-        return func(*[_plain(a) for a in args])
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise AnsibleFilterError("%s: %s" % (func.__name__, e))
-
-
-def topsrider_value_problems(values, kind):
-    """{label: value} | topsrider_value_problems('name'|'path'|'line') -> [problem, ...]"""
-    return _guard(value_problems, values, kind)
-
-
-def topsrider_restore_expected(deploy_snapshot, journal=None):
-    return _guard(restore_expected, deploy_snapshot, journal)
-
-
-def topsrider_restore_actual(state, freeze_lines, facts_path):
+def _restore_actual(state, freeze_lines, facts_path):
     """The actual side of topsrider_state_differences from a topsrider_state
     result (packages, files) and `pip freeze --all` lines."""
-    def build(state, freeze_lines, facts_path):
-        files = dict((p, f.get("sha256") if f.get("exists") else None)
-                     for p, f in (state.get("files") or {}).items() if p != facts_path)
-        facts = (state.get("files") or {}).get(facts_path) or {}
-        version, url = freeze_torch_gcu(freeze_lines)
-        return {
-            "packages": state.get("packages") or {},
-            "files": files,
-            "torch_gcu": {"version": version, "url": url},
-            "facts": json.loads(facts["content"]) if facts.get("exists") and facts.get("content") else None,
-        }
-    return _guard(build, state, freeze_lines, facts_path)
+    files = dict((p, f.get("sha256") if f.get("exists") else None)
+                 for p, f in (state.get("files") or {}).items() if p != facts_path)
+    facts = (state.get("files") or {}).get(facts_path) or {}
+    version, url = freeze_torch_gcu(freeze_lines)
+    return {
+        "packages": state.get("packages") or {},
+        "files": files,
+        "torch_gcu": {"version": version, "url": url},
+        "facts": json.loads(facts["content"]) if facts.get("exists") and facts.get("content") else None,
+    }
 
 
-def topsrider_state_differences(expected, actual):
-    return _guard(state_differences, expected, actual)
-
-
-def topsrider_snapshot_needs(deploy_snapshot, journal, cache_root):
-    return _guard(snapshot_needs, deploy_snapshot, journal, cache_root)
+# {label: value} | topsrider_value_problems('name'|'path'|'line') -> [problem, ...]
+topsrider_value_problems = guarded(value_problems, ERRORS)
+topsrider_restore_expected = guarded(restore_expected, ERRORS)
+topsrider_restore_actual = guarded(_restore_actual, ERRORS)
+topsrider_state_differences = guarded(state_differences, ERRORS)
+topsrider_snapshot_needs = guarded(snapshot_needs, ERRORS)
 
 
 class FilterModule(object):

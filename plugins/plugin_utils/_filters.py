@@ -1,0 +1,46 @@
+# -*- coding: utf-8 -*-
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What every filter of the collection does around its pure function in
+plugins/module_utils: plain data in, AnsibleFilterError out (controller side)."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import functools
+
+from ansible.errors import AnsibleFilterError
+
+# What a pure function raises on data it cannot use; callers add their own errors.
+BAD_INPUT = (KeyError, TypeError, ValueError)
+
+
+def plain(value):
+    """Jinja and ansible-core 2.19 hand over tagged or lazy containers: make plain ones."""
+    if isinstance(value, dict):
+        return dict((str(k), plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+def guarded(func, errors=()):
+    """The filter for the pure function func: its arguments made plain, and
+    BAD_INPUT or one of errors raised as AnsibleFilterError('<func name>: ...')."""
+    caught = BAD_INPUT + tuple(errors)
+
+    @functools.wraps(func)
+    def the_filter(*args, **kwargs):
+        try:
+            return func(*[plain(a) for a in args], **dict((k, plain(v)) for k, v in kwargs.items()))
+        except caught as e:
+            raise AnsibleFilterError("%s: %s" % (func.__name__, e))
+    return the_filter

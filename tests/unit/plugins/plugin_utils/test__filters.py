@@ -1,0 +1,91 @@
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""plugins/plugin_utils/_filters.py: plain data in, AnsibleFilterError out, for every filter of the collection."""
+from collections import OrderedDict
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gcu.topsrider.plugins.filter import drift, fabric, truth
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded, plain
+
+
+class Tagged(str):
+    """Stands in for ansible-core's tagged strings."""
+
+
+class TaggedInt(int):
+    pass
+
+
+def test_plain_makes_plain_containers_and_scalars():
+    value = plain(OrderedDict([(Tagged("a"), (TaggedInt(1), Tagged("x"), True, None, 1.5))]))
+    assert value == {"a": [1, "x", True, None, 1.5]}
+    assert type(value) is dict and type(value["a"]) is list
+    assert [type(v) for v in value["a"]] == [int, str, bool, type(None), float]
+    assert type(next(iter(value))) is str
+    other = object()
+    assert plain(other) is other
+
+
+class Oops(Exception):
+    pass
+
+
+def pure(a, b=None):
+    """The wrapped function's doc."""
+    if a == "bad":
+        raise ValueError("a is bad")
+    if a == "oops":
+        raise Oops("its own error")
+    if a == "other":
+        raise RuntimeError("not a bad input")
+    return [type(a), b]
+
+
+def test_guarded_passes_plain_arguments_and_keeps_the_name():
+    f = guarded(pure)
+    assert f(Tagged("x")) == [str, None]
+    assert f("x", b=(1, 2)) == [str, [1, 2]]
+    assert f.__name__ == "pure" and f.__doc__ == "The wrapped function's doc."
+
+
+@pytest.mark.parametrize("arg,errors,message", [
+    ("bad", (), "pure: a is bad"),
+    ("oops", (Oops,), "pure: its own error"),
+])
+def test_guarded_raises_bad_input_and_the_given_errors_as_filter_errors(arg, errors, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        guarded(pure, errors)(arg)
+
+
+@pytest.mark.parametrize("arg,errors", [("oops", ()), ("other", (Oops,))])
+def test_guarded_lets_other_errors_through(arg, errors):
+    with pytest.raises((Oops, RuntimeError)):
+        guarded(pure, errors)(arg)
+
+
+@pytest.mark.parametrize("module,names", [
+    (drift, ["topsrider_deploy_pending", "topsrider_drift_findings", "topsrider_drift_junit",
+             "topsrider_drift_markdown", "topsrider_drift_prometheus", "topsrider_drift_report"]),
+    (fabric, ["topsrider_fabric_advance", "topsrider_fabric_job", "topsrider_fabric_junit",
+              "topsrider_fabric_markdown", "topsrider_fabric_max_rounds", "topsrider_fabric_plan",
+              "topsrider_fabric_prometheus", "topsrider_fabric_report"]),
+    (truth, ["topsrider_restore_actual", "topsrider_restore_expected", "topsrider_snapshot_needs",
+             "topsrider_state_differences", "topsrider_value_problems"]),
+])
+def test_every_filter_of_the_three_plugins_is_guarded(module, names):
+    filters = module.FilterModule().filters()
+    assert sorted(filters) == names
+    for name, func in filters.items():
+        assert getattr(module, name) is func and callable(getattr(func, "__wrapped__", None)), name
+
+
+def test_filter_specific_errors_and_adaptors():
+    with pytest.raises(AnsibleFilterError, match="^plan: "):
+        fabric.topsrider_fabric_plan("not cards")
+    with pytest.raises(AnsibleFilterError, match="^_restore_actual: "):
+        truth.topsrider_restore_actual("not a state", [], "/f")     # AttributeError is truth's own
+    assert truth.topsrider_restore_actual({"files": {"/f": {"exists": True, "content": '{"a": 1}'},
+                                                    "/g": {"exists": False}}}, [], "/f") == {
+        "packages": {}, "files": {"/g": None}, "torch_gcu": {"version": None, "url": None}, "facts": {"a": 1}}
