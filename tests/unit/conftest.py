@@ -1,5 +1,6 @@
 """Make gcu.topsrider importable from the checkout (as ansible_collections.gcu.topsrider)."""
 import os
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -23,3 +24,15 @@ def load_script(relpath, name):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def build_release(directory):
+    """A release directory with one real .deb, as topsrider-manifest expects them."""
+    pkg = directory.parent / "pkg"
+    (pkg / "DEBIAN").mkdir(parents=True)
+    (pkg / "DEBIAN" / "control").write_text(
+        "Package: tops-sdk\nVersion: 9.9.9-1\nArchitecture: amd64\nMaintainer: test <test@example.invalid>\n"
+        "Description: stand-in package for the tarball test\n")
+    directory.mkdir()
+    subprocess.run(["dpkg-deb", "--root-owner-group", "--build", str(pkg), str(directory / "tops-sdk_9.9.9-1_amd64.deb")],
+                   check=True, stdout=subprocess.DEVNULL)

@@ -15,6 +15,8 @@ import tarfile
 
 import pytest
 
+from conftest import build_release
+
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.path.dirname(sys.executable)
 
@@ -69,18 +71,6 @@ def test_ansible_doc_lists_the_installed_plugins(installed):
     # Only the installed copy is in reach: its path, not the checkout's.
     out = run(["ansible-doc", "gcu.topsrider.gcu_devices"], installed["env"], str(installed["tmp"])).stdout
     assert str(installed["root"]) in out and TOP + "/plugins" not in out
-
-
-def build_release(directory):
-    """A release directory with one real .deb, as topsrider-manifest expects them."""
-    pkg = directory.parent / "pkg"
-    (pkg / "DEBIAN").mkdir(parents=True)
-    (pkg / "DEBIAN" / "control").write_text(
-        "Package: tops-sdk\nVersion: 9.9.9-1\nArchitecture: amd64\nMaintainer: test <test@example.invalid>\n"
-        "Description: stand-in package for the tarball test\n")
-    directory.mkdir()
-    subprocess.run(["dpkg-deb", "--root-owner-group", "--build", str(pkg), str(directory / "tops-sdk_9.9.9-1_amd64.deb")],
-                   check=True, stdout=subprocess.DEVNULL)
 
 
 def test_the_installed_tools_work(installed):

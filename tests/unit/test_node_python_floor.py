@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 
-from conftest import TOP
+from conftest import TOP, build_release
 
 NODE_SIDE = [os.path.join(TOP, "plugins", "modules"), os.path.join(TOP, "plugins", "module_utils")]
 FLOOR = "3.8"
@@ -93,7 +93,7 @@ def test_an_older_node_python_is_refused_before_any_module_is_sent(tmp_path):
         proc, module_ran = run_node_python_check(tmp_path, python)
         assert proc.returncode != 0, proc.stdout
         assert not module_ran, "a module ran after the refusal"
-        assert "refused, nothing was sent or changed: the node's Python %s is %s." % (python, version) in proc.stdout
+        assert "the node's Python %s is %s." % (python, version) in proc.stdout
         assert "needs Python 3.8 or newer" in proc.stdout
 
 
@@ -126,3 +126,27 @@ def test_the_code_that_runs_in_the_training_python_compiles_on_python_3_6():
                               input=source, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               universal_newlines=True, check=False)
         assert proc.returncode == 0, "%s does not compile on Python 3.6:\n%s" % (name, proc.stdout)
+
+
+def test_deploy_refuses_a_python_3_6_node_before_anything_is_sent(tmp_path):
+    """The real deploy.yml against a node whose Python is a real 3.6 (this machine, over the local
+    connection, under another inventory name so that the controller's own tasks keep the
+    controller's Python): refused in preflight with the message, reported, nothing sent."""
+    python = find_python("3.6")
+    release = tmp_path / "release"
+    build_release(release)
+    inventory = tmp_path / "inventory"
+    inventory.write_text("node36 ansible_connection=local ansible_python_interpreter=%s\n" % python)
+    proc = subprocess.run(
+        [os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), os.path.join(TOP, "playbooks", "deploy.yml"),
+         "-e", "topsrider_hosts=node36", "-e", "topsrider_bundle_dir=%s" % release,
+         "-e", "topsrider_reports_dir=%s" % (tmp_path / "reports")],
+        env=dict(ansible_env(tmp_path), ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default"), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, universal_newlines=True, timeout=300, check=False)
+    assert proc.returncode == 2, proc.stdout
+    assert ("refused, nothing was changed: the node's Python %s is 3.6" % python) in proc.stdout, proc.stdout
+    assert "SyntaxError" not in proc.stdout
+    with open(str(tmp_path / "reports" / "deploy-latest.json")) as f:
+        report = json.load(f)
+    (line,) = [h for h in report["hosts"] if h["host"] == "node36"]
+    assert line["result"] == "failed" and "needs Python 3.8 or newer" in line["detail"], report
