@@ -377,7 +377,7 @@ def to_junit(report):
             totals[k] += v
     for k, v in totals.items():
         root.set(k, str(v))
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, encoding="unicode") + "\n"
+    return xml_document(root)
 
 
 _LABEL_ESCAPES = (("\\", "\\\\"), ("\n", "\\n"), ('"', '\\"'))
@@ -390,30 +390,42 @@ def _label(value):
     return value
 
 
-def to_prometheus(report):
-    """Prometheus text exposition format, for node_exporter's textfile collector."""
+def prometheus_text(families):
+    """Prometheus text exposition format (node_exporter's textfile collector)
+    from [(name, help, [(((label, value), ...), sample), ...]), ...]: every
+    family a gauge; a sample without labels is written without braces."""
     out = []
-
-    def family(name, help_text, samples):
+    for name, help_text, samples in families:
         out.append("# HELP %s %s" % (name, help_text))
         out.append("# TYPE %s gauge" % name)
         for labels, value in samples:
-            out.append("%s{%s} %s" % (name, ",".join('%s="%s"' % (k, _label(v)) for k, v in labels), value))
-
-    nodes = report["nodes"]
-    family("topsrider_drift_findings", "Drift findings of the node in the last check.",
-           [((("node", n["node"]),), n["findings"]) for n in nodes])
-    family("topsrider_drift_category_findings", "Drift findings of the node in the last check, per category.",
-           [((("node", n["node"]), ("category", c)),
-             len([f for f in report["findings"] if f["node"] == n["node"] and f["category"] == c]))
-            for n in nodes for c in CATEGORIES])
-    family("topsrider_drift_last_check_timestamp_seconds", "When the node was last checked (Unix time).",
-           [((("node", n["node"]),), "%.3f" % n["checked_at"]) for n in nodes])
-    family("topsrider_drift_healthy", "1 when the node was checked and matches the desired state, else 0.",
-           [((("node", n["node"]),), 1 if n["status"] == "clean" else 0) for n in nodes])
-    family("topsrider_drift_up", "1 when the node could be checked, else 0 (unreachable or the check failed).",
-           [((("node", n["node"]),), 0 if n["status"] in ("unreachable", "failed") else 1) for n in nodes])
+            text = ",".join('%s="%s"' % (k, _label(v)) for k, v in labels)
+            out.append("%s{%s} %s" % (name, text, value) if text else "%s %s" % (name, value))
     return "\n".join(out) + "\n"
+
+
+def xml_document(root):
+    """An ElementTree element as a UTF-8 XML document text (JUnit reports)."""
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, encoding="unicode") + "\n"
+
+
+def to_prometheus(report):
+    """The drift report in Prometheus text format."""
+    nodes = report["nodes"]
+    return prometheus_text([
+        ("topsrider_drift_findings", "Drift findings of the node in the last check.",
+         [((("node", n["node"]),), n["findings"]) for n in nodes]),
+        ("topsrider_drift_category_findings", "Drift findings of the node in the last check, per category.",
+         [((("node", n["node"]), ("category", c)),
+           len([f for f in report["findings"] if f["node"] == n["node"] and f["category"] == c]))
+          for n in nodes for c in CATEGORIES]),
+        ("topsrider_drift_last_check_timestamp_seconds", "When the node was last checked (Unix time).",
+         [((("node", n["node"]),), "%.3f" % n["checked_at"]) for n in nodes]),
+        ("topsrider_drift_healthy", "1 when the node was checked and matches the desired state, else 0.",
+         [((("node", n["node"]),), 1 if n["status"] == "clean" else 0) for n in nodes]),
+        ("topsrider_drift_up", "1 when the node could be checked, else 0 (unreachable or the check failed).",
+         [((("node", n["node"]),), 0 if n["status"] in ("unreachable", "failed") else 1) for n in nodes]),
+    ])
 
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.:@-]+$")

@@ -44,7 +44,7 @@ import time
 from xml.etree import ElementTree
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._drift import (
-    EXIT_CLEAN, EXIT_DRIFT, EXIT_FAILED, _label, _md, safe_run_id,
+    EXIT_CLEAN, EXIT_DRIFT, EXIT_FAILED, _md, prometheus_text, safe_run_id, xml_document,
 )
 
 DEFAULTS = {"threshold": 0.8, "retries": 2, "port_base": 29600, "port_span": 2000}
@@ -570,34 +570,26 @@ def to_junit(report):
     for k, v in counts.items():
         suite.set(k, str(v))
         root.set(k, str(v))
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, encoding="unicode") + "\n"
+    return xml_document(root)
 
 
 def to_prometheus(report):
-    """Prometheus text exposition format, for node_exporter's textfile collector."""
-    out = []
-
-    def family(name, help_text, samples):
-        out.append("# HELP %s %s" % (name, help_text))
-        out.append("# TYPE %s gauge" % name)
-        for labels, value in samples:
-            text = ",".join('%s="%s"' % (k, _label(v)) for k, v in labels)
-            out.append("%s{%s} %s" % (name, text, value) if text else "%s %s" % (name, value))
-
+    """The fabric report in Prometheus text format."""
     nodes = report["nodes"]
-    family("topsrider_fabric_node_verdict", "1 for the node's verdict in the last fabric check.",
-           [((("node", n["node"]), ("verdict", v)), 1 if n["verdict"] == v else 0) for n in nodes for v in VERDICTS])
-    family("topsrider_fabric_node_ok", "1 when the last fabric check found nothing wrong with the node, else 0.",
-           [((("node", n["node"]),), 1 if n["verdict"] == "ok" else 0) for n in nodes])
-    family("topsrider_fabric_pair_busbw_gbps", "Best all-reduce busbw of the pair in GB/s (-1 when it failed).",
-           [((("a", p["a"]), ("b", p["b"])), "%.6f" % p["busbw_gbps"] if p["busbw_gbps"] is not None else -1)
-            for p in report["pairs"]])
-    family("topsrider_fabric_median_busbw_gbps", "Median busbw of the pairs' first attempts in GB/s.",
-           [((), "%.6f" % (report["median_busbw_gbps"] or 0))])
-    family("topsrider_fabric_threshold_gbps", "Busbw below which a pair is slow, GB/s.",
-           [((), "%.6f" % (report["threshold_gbps"] or 0))])
-    family("topsrider_fabric_status", "Exit code of the last fabric check: 0 clean, 3 degraded, 4 broken.",
-           [((), report["exit_code"])])
-    family("topsrider_fabric_last_check_timestamp_seconds", "When the fabric check finished (Unix time).",
-           [((), "%.3f" % report["timestamp"])])
-    return "\n".join(out) + "\n"
+    return prometheus_text([
+        ("topsrider_fabric_node_verdict", "1 for the node's verdict in the last fabric check.",
+         [((("node", n["node"]), ("verdict", v)), 1 if n["verdict"] == v else 0) for n in nodes for v in VERDICTS]),
+        ("topsrider_fabric_node_ok", "1 when the last fabric check found nothing wrong with the node, else 0.",
+         [((("node", n["node"]),), 1 if n["verdict"] == "ok" else 0) for n in nodes]),
+        ("topsrider_fabric_pair_busbw_gbps", "Best all-reduce busbw of the pair in GB/s (-1 when it failed).",
+         [((("a", p["a"]), ("b", p["b"])), "%.6f" % p["busbw_gbps"] if p["busbw_gbps"] is not None else -1)
+          for p in report["pairs"]]),
+        ("topsrider_fabric_median_busbw_gbps", "Median busbw of the pairs' first attempts in GB/s.",
+         [((), "%.6f" % (report["median_busbw_gbps"] or 0))]),
+        ("topsrider_fabric_threshold_gbps", "Busbw below which a pair is slow, GB/s.",
+         [((), "%.6f" % (report["threshold_gbps"] or 0))]),
+        ("topsrider_fabric_status", "Exit code of the last fabric check: 0 clean, 3 degraded, 4 broken.",
+         [((), report["exit_code"])]),
+        ("topsrider_fabric_last_check_timestamp_seconds", "When the fabric check finished (Unix time).",
+         [((), "%.3f" % report["timestamp"])]),
+    ])
