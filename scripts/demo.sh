@@ -75,6 +75,9 @@ drift fixed
 
 say "Fleet after the story"
 ansible-playbook -i "$inv" playbooks/fleet_info.yml | sed -n '/Print the fleet table/,/PLAY RECAP/p' | sed '$d'
-ansible -i "$inv" t20 -o -m ansible.builtin.command -a "dpkg-query -W -f '\${Package}=\${Version} ' tops-sdk topsfactor tops-eccl"
+# The minimal callback (not -o, whose oneline callback is deprecated): "host | CHANGED | rc=0 >>", then the output.
+ANSIBLE_LOAD_CALLBACK_PLUGINS=1 ANSIBLE_STDOUT_CALLBACK=ansible.builtin.minimal \
+  ansible -i "$inv" t20 -m ansible.builtin.command -a "dpkg-query -W -f '\${Package}=\${Version} ' tops-sdk topsfactor tops-eccl" \
+  | sed -e 's/ | CHANGED | rc=0 >>$/:/'
 
 say "Done. Reports in $reports. The fleet stays up: 'make fleet-down' removes it."
