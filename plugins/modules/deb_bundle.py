@@ -244,16 +244,15 @@ diff:
 '''
 
 import datetime
-import errno
-import fcntl
 import os
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg import (
     DpkgError, QUERY_FORMAT, architecture_ok, audit_problems, check_transaction, deb_info,
     installed_version, is_held, parse_dpkg_query, plan_absent, plan_present, plan_restore,
-    split_plan, strip_epoch)
+    split_plan)
+from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg_io import (
+    acquire_dpkg_lock, deb_candidates, release_dpkg_lock)
 from ansible_collections.gcu.topsrider.plugins.module_utils._journal import (
     JournalError, add_event, indexed_deb, latest_restorable, list_snapshots, load_index,
     load_snapshot, merge_snapshot, new_snapshot_id, record_debs, restore_targets, save_index,
@@ -261,10 +260,24 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._journal import (
 from ansible_collections.gcu.topsrider.plugins.module_utils._manifest import (
     ManifestError, describe_problems, entries, load as load_manifest, sha256_file,
     validate as validate_manifest, verify as verify_files)
+from ansible_collections.gcu.topsrider.plugins.module_utils._node import C_LOCALE
 
-LOCK_FRONTEND = "/var/lib/dpkg/lock-frontend"
-LOCK_DB = "/var/lib/dpkg/lock"
-C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
+ARGUMENT_SPEC = dict(
+    path=dict(type="path"),
+    manifest=dict(type="path"),
+    manifest_content=dict(type="dict"),
+    packages=dict(type="list", elements="str"),
+    state=dict(type="str", default="present", choices=["present", "absent", "rolled_back"]),
+    snapshot=dict(type="str"),
+    hold=dict(type="bool", default=False),
+    allow_downgrade=dict(type="bool", default=False),
+    purge=dict(type="bool", default=True),
+    lock_timeout=dict(type="int", default=60),
+    recover_interrupted=dict(type="bool", default=False),
+    journal_dir=dict(type="path", default="/var/lib/topsrider"),
+    cache_dirs=dict(type="list", elements="path", default=["/var/cache/topsrider"]),
+)
+VERSION_ACTIONS = ("install", "upgrade", "downgrade", "reinstall")
 
 
 def _utcnow():
@@ -275,64 +288,10 @@ def _iso(dt):
     return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def acquire_dpkg_lock(timeout, frontend=LOCK_FRONTEND, database=LOCK_DB,
-                      sleep=time.sleep, clock=time.time):
-    """Take the dpkg frontend lock as apt does (fcntl write lock on the whole
-    file), waiting up to `timeout` seconds, then wait (same deadline) until the
-    database lock is free, so that dpkg will not find it taken. Returns the
-    open fd holding the frontend lock, or None on timeout (with the lock that
-    was busy)."""
-    deadline = clock() + timeout
-    fd = os.open(frontend, os.O_RDWR | os.O_CREAT, 0o640)
-    if not _wait_lock(fd, deadline, sleep, clock, keep=True):
-        os.close(fd)
-        return None, frontend
-    dfd = os.open(database, os.O_RDWR | os.O_CREAT, 0o640)
-    try:
-        if not _wait_lock(dfd, deadline, sleep, clock, keep=False):
-            os.close(fd)
-            return None, database
-    finally:
-        os.close(dfd)
-    return fd, None
-
-
-def _wait_lock(fd, deadline, sleep, clock, keep):
-    while True:
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except (IOError, OSError) as e:
-            if e.errno not in (errno.EACCES, errno.EAGAIN):
-                raise
-            if clock() >= deadline:
-                return False
-            sleep(0.5)
-            continue
-        if not keep:
-            fcntl.lockf(fd, fcntl.LOCK_UN)
-        return True
-
-
-def find_cached_deb(cache_dirs, package, version, arch=None, max_depth=4):
-    """Paths of files named like the deb of package=version in cache_dirs."""
-    wanted_prefix = "%s_%s_" % (package, strip_epoch(version))
-    found = []
-    for top in cache_dirs:
-        if not os.path.isdir(top):
-            continue
-        top_depth = top.rstrip(os.sep).count(os.sep)
-        for root, dirs, files in os.walk(top):
-            if root.count(os.sep) - top_depth >= max_depth:
-                dirs[:] = []
-            dirs.sort()
-            for name in sorted(files):
-                if name.startswith(wanted_prefix) and name.endswith(".deb"):
-                    if arch is None or name[len(wanted_prefix):-len(".deb")] in (arch, "all"):
-                        found.append(os.path.join(root, name))
-    return found
-
-
 class DebBundle(object):
+    """One run of the module, in steps: select (what the run is about), decide
+    (the plan, with nothing changed), report (the plan and the diff), apply
+    (the dpkg transaction, journalled, put back on failure)."""
 
     def __init__(self, module):
         self.module = module
@@ -341,10 +300,29 @@ class DebBundle(object):
         self.dpkg_deb = module.get_bin_path("dpkg-deb", required=True)
         self.dpkg_query = module.get_bin_path("dpkg-query", required=True)
         self.lock_fd = None
+        self.names = []
         self.result = {"changed": False, "plan": [], "snapshot": None, "packages": {},
                        "held": [], "recovered": False}
 
-    # -- commands ---------------------------------------------------------
+    def main(self):
+        debs, snap = self.select()
+        if not self.module.check_mode:
+            self.take_lock()
+        self.audit()
+        installed = self.query()
+        plan, debs_for = self.decide(installed, debs, snap)
+        self.report_plan(installed, plan)
+        if self.module.check_mode or not plan:
+            self.exit()
+        if snap is not None:
+            self.apply_rollback(snap, debs_for)
+        else:
+            self.apply_change(installed, plan, debs_for)
+        packages, held = self.report_now()
+        self.result.update(packages=packages, held=held)
+        self.exit()
+
+    # -- commands, lock and exits -------------------------------------------
 
     def run(self, argv, data=None, mutating=False, check_rc=True, what=None):
         env = dict(C_LOCALE)
@@ -367,13 +345,13 @@ class DebBundle(object):
         result.update(kwargs)
         self.module.fail_json(msg=msg, **result)
 
+    def exit(self):
+        self.release_lock()
+        self.module.exit_json(**self.result)
+
     def release_lock(self):
-        if self.lock_fd is not None:
-            try:
-                fcntl.lockf(self.lock_fd, fcntl.LOCK_UN)
-            finally:
-                os.close(self.lock_fd)
-                self.lock_fd = None
+        fd, self.lock_fd = self.lock_fd, None
+        release_dpkg_lock(fd)
 
     def take_lock(self):
         timeout = self.p["lock_timeout"]
@@ -400,7 +378,33 @@ class DebBundle(object):
         foreign = self.run([self.dpkg, "--print-foreign-architectures"])[1].split()
         return native, foreign
 
-    # -- inputs -----------------------------------------------------------
+    # -- select: what this run is about -----------------------------------
+
+    def select(self):
+        """Sets self.names (the packages this run manages); returns (the bundle's
+        debs to install, the snapshot to restore): ([], None) for state=absent."""
+        p = self.p
+        if p["state"] == "present":
+            debs = self.prepare_present()
+            self.names = [d["package"] for d in debs]
+            return debs, None
+        if p["state"] == "absent":
+            manifest = self.load_manifest()
+            if manifest is not None:
+                self.names = [d["package"] for d in self.selected_debs(manifest)]
+            else:
+                self.names = list(p["packages"] or [])
+            if not self.names:
+                self.fail("state=absent needs packages, or a manifest with debs")
+            return [], None
+        snap = self.find_snapshot()
+        self.names = sorted(snap.get("packages", {}))
+        if p["packages"] is not None:
+            unknown = sorted(set(p["packages"]) - set(self.names))
+            if unknown:
+                self.fail("snapshot %s does not record %s" % (snap["id"], ", ".join(unknown)))
+            self.names = sorted(p["packages"])
+        return [], snap
 
     def load_manifest(self):
         p = self.p
@@ -435,72 +439,6 @@ class DebBundle(object):
                       % (", ".join(unknown), ", ".join(sorted(known))))
         return [d for d in debs if d["package"] in names]
 
-    # -- audit ------------------------------------------------------------
-
-    def audit(self):
-        """Check for a half-finished dpkg run; repair it when asked."""
-        out = audit_problems(self.run([self.dpkg, "--audit"])[1])
-        if not out:
-            return
-        if not self.p["recover_interrupted"]:
-            self.fail("dpkg reports an interrupted or half-finished earlier run; nothing was changed. "
-                      "Set recover_interrupted=true to repair it with 'dpkg --configure -a'. "
-                      "dpkg --audit said: " + out, audit=out)
-        self.result["recovered"] = True
-        self.result["changed"] = True
-        if self.module.check_mode:
-            self.module.warn("check mode: dpkg --configure -a would run first to repair: " + out)
-            return
-        self.run([self.dpkg, "--configure", "-a"], mutating=True,
-                 what="repairing the interrupted dpkg run")
-        left = audit_problems(self.run([self.dpkg, "--audit"])[1])
-        if left:
-            self.fail("dpkg --configure -a did not repair the dpkg database; dpkg --audit still says: "
-                      + left, audit=left)
-
-    # -- planning helpers -------------------------------------------------
-
-    def check_dependencies(self, installed, changes):
-        try:
-            unmet = check_transaction(installed, changes)
-        except DpkgError as e:
-            self.fail("cannot check dependencies: %s" % e)
-        if unmet:
-            lines = ["%s %s needs %s" % (u["package"], u["version"], u["requires"]) for u in unmet]
-            self.fail("unmet dependencies, nothing was changed: " + "; ".join(lines), unmet=unmet)
-
-    def locate_deb(self, package, version, arch, recorded, index):
-        """A verified deb file for package=version: the recorded one, the one in the
-        index, or one found in cache_dirs. Returns {"path", "sha256"} or None."""
-        candidates = []
-        for rec in (recorded, indexed_deb(index, package, version)):
-            if rec and rec.get("path"):
-                candidates.append((rec["path"], rec.get("sha256")))
-        for path in find_cached_deb(self.p["cache_dirs"], package, version, arch):
-            candidates.append((path, None))
-        seen = set()
-        for path, sha in candidates:
-            if path in seen or not os.path.isfile(path):
-                continue
-            seen.add(path)
-            digest = sha256_file(path)
-            if sha and digest != sha:
-                self.module.warn("%s does not match the sha256 recorded for %s %s; not using it"
-                                 % (path, package, version))
-                continue
-            rc, out, err = self.run([self.dpkg_deb, "--field", path], check_rc=False)
-            if rc != 0:
-                continue
-            try:
-                info = deb_info(out)
-            except DpkgError:
-                continue
-            if info["package"] == package and info["version"] == version:
-                return {"path": path, "sha256": digest}
-        return None
-
-    # -- the states -------------------------------------------------------
-
     def prepare_present(self):
         p = self.p
         if p["path"] is None:
@@ -532,6 +470,54 @@ class DebBundle(object):
             self.fail("the bundle does not fit this node, nothing was changed: " + "; ".join(bad))
         return debs
 
+    def find_snapshot(self):
+        jd = self.p["journal_dir"]
+        try:
+            if self.p["snapshot"]:
+                snap = load_snapshot(jd, self.p["snapshot"])
+                if snap is None:
+                    self.fail("no snapshot %s in %s" % (self.p["snapshot"], jd))
+                if snap.get("status") == "pending":
+                    self.module.warn("snapshot %s was never completed (status pending)" % snap["id"])
+                return snap
+            snap = latest_restorable(list_snapshots(jd))
+        except JournalError as e:
+            self.fail(str(e))
+        if snap is None:
+            self.fail("no snapshot to roll back to in %s" % jd)
+        return snap
+
+    def audit(self):
+        """Check for a half-finished dpkg run; repair it when asked."""
+        out = audit_problems(self.run([self.dpkg, "--audit"])[1])
+        if not out:
+            return
+        if not self.p["recover_interrupted"]:
+            self.fail("dpkg reports an interrupted or half-finished earlier run; nothing was changed. "
+                      "Set recover_interrupted=true to repair it with 'dpkg --configure -a'. "
+                      "dpkg --audit said: " + out, audit=out)
+        self.result["recovered"] = True
+        self.result["changed"] = True
+        if self.module.check_mode:
+            self.module.warn("check mode: dpkg --configure -a would run first to repair: " + out)
+            return
+        self.run([self.dpkg, "--configure", "-a"], mutating=True,
+                 what="repairing the interrupted dpkg run")
+        left = audit_problems(self.run([self.dpkg, "--audit"])[1])
+        if left:
+            self.fail("dpkg --configure -a did not repair the dpkg database; dpkg --audit still says: "
+                      + left, audit=left)
+
+    # -- decide: the plan, nothing changed --------------------------------
+
+    def decide(self, installed, debs, snap):
+        """(plan, {name: {"path", "sha256"}} of the debs the plan installs); fails,
+        with nothing changed, on a refused downgrade, a missing deb or unmet dependencies."""
+        if snap is not None:
+            return self.plan_rollback(snap, installed)
+        plan, by_name = self.plan_for(installed, debs)
+        return plan, dict((n, {"path": d["path"], "sha256": d["sha256"]}) for n, d in by_name.items())
+
     def plan_for(self, installed, debs):
         p = self.p
         state = p["state"]
@@ -545,8 +531,7 @@ class DebBundle(object):
                                       % (e["package"], e["before"], e["after"]) for e in downgrades),
                           plan=plan)
             by_name = dict((d["package"], d) for d in debs)
-            changes = dict((e["package"], by_name[e["package"]]) for e in plan
-                           if e["action"] in ("install", "upgrade", "downgrade", "reinstall"))
+            changes = dict((e["package"], by_name[e["package"]]) for e in plan if e["action"] in VERSION_ACTIONS)
             self.check_dependencies(installed, changes)
             return plan, by_name
         if state == "absent":
@@ -554,6 +539,91 @@ class DebBundle(object):
             self.check_dependencies(installed, dict((e["package"], None) for e in plan))
             return plan, {}
         raise AssertionError(state)
+
+    def plan_rollback(self, snap, installed):
+        targets = restore_targets(snap, self.names)
+        plan = plan_restore(targets, installed)
+        index = self.safe_index()
+        debs_for = {}
+        missing = []
+        changes = {}
+        for e in plan:
+            if e["action"] == "remove":
+                changes[e["package"]] = None
+            if e["action"] not in VERSION_ACTIONS:
+                continue
+            name, version = e["package"], e["after"]
+            rec = snap["packages"][name].get("before_deb")
+            arch = (installed.get(name) or {}).get("architecture") or None
+            deb = self.locate_deb(name, version, arch, rec, index)
+            if deb is None:
+                where = [rec["path"]] if rec and rec.get("path") else []
+                missing.append("%s %s (looked for %s in %s)" % (
+                    name, version, ", ".join(where) or "a recorded deb",
+                    ", ".join(self.p["cache_dirs"])))
+                continue
+            debs_for[name] = deb
+            changes[name] = self.read_deb(deb["path"])
+        if missing:
+            self.fail("cannot roll back to snapshot %s, the deb needed is gone: %s; nothing was changed"
+                      % (snap["id"], "; ".join(missing)), plan=plan)
+        self.check_dependencies(installed, changes)
+        self.result["snapshot"] = snap["id"]
+        return plan, debs_for
+
+    def check_dependencies(self, installed, changes):
+        try:
+            unmet = check_transaction(installed, changes)
+        except DpkgError as e:
+            self.fail("cannot check dependencies: %s" % e)
+        if unmet:
+            lines = ["%s %s needs %s" % (u["package"], u["version"], u["requires"]) for u in unmet]
+            self.fail("unmet dependencies, nothing was changed: " + "; ".join(lines), unmet=unmet)
+
+    def safe_index(self):
+        try:
+            return load_index(self.p["journal_dir"])
+        except JournalError as e:
+            self.module.warn("ignoring the deb index: %s" % e)
+            return {}
+
+    def locate_deb(self, package, version, arch, recorded, index):
+        """A verified deb file for package=version: the recorded one, the one in the
+        index, or one found in cache_dirs. Returns {"path", "sha256"} or None."""
+        for path, sha in deb_candidates(self.p["cache_dirs"], package, version, arch, recorded,
+                                        indexed_deb(index, package, version)):
+            digest = sha256_file(path)
+            if sha and digest != sha:
+                self.module.warn("%s does not match the sha256 recorded for %s %s; not using it"
+                                 % (path, package, version))
+                continue
+            rc, out, err = self.run([self.dpkg_deb, "--field", path], check_rc=False)
+            if rc != 0:
+                continue
+            try:
+                info = deb_info(out)
+            except DpkgError:
+                continue
+            if info["package"] == package and info["version"] == version:
+                return {"path": path, "sha256": digest}
+        return None
+
+    # -- report: the plan, the diff, what dpkg has now --------------------
+
+    def report_plan(self, installed, plan):
+        before_pkgs, before_held = self.managed_state(installed, self.names)
+        after_pkgs, after_held = self.predicted_state(installed, self.names, plan)
+        self.result.update(plan=plan, packages=after_pkgs, held=after_held)
+        self.result["diff"] = {"before": {"packages": before_pkgs, "held": before_held},
+                               "after": {"packages": after_pkgs, "held": after_held}}
+        if plan:
+            self.result["changed"] = True
+
+    def report_now(self):
+        """The managed packages and holds dpkg has now, as the diff's after; returned too."""
+        packages, held = self.managed_state(self.query(), self.names)
+        self.result["diff"]["after"] = {"packages": packages, "held": held}
+        return packages, held
 
     def managed_state(self, installed, names):
         packages = dict((n, installed_version(installed.get(n))) for n in sorted(names))
@@ -574,7 +644,111 @@ class DebBundle(object):
                     held.discard(e["package"])
         return packages, sorted(held)
 
-    # -- applying ---------------------------------------------------------
+    # -- apply: the dpkg transaction, journalled --------------------------
+
+    def apply_change(self, installed, plan, debs_for):
+        install, remove, hold_names, unhold_names = split_plan(plan)
+        touched = sorted(set(install) | set(remove) | set(hold_names) | set(unhold_names))
+        index = self.safe_index()
+        records, previous_debs = self.before_records(installed, touched, set(install) | set(remove), index)
+        snap, existing = self.journal_start(records, plan)
+        failed = self.apply_versions([debs_for[n]["path"] for n in install], remove, purge=self.p["purge"])
+        if failed is None:
+            self.finish_applied(snap, index, install, debs_for)
+        else:
+            self.undo_failed(failed, snap, existing, records, previous_debs)
+
+    def before_records(self, installed, touched, versions_change, index):
+        """The snapshot's record of each touched package (before and after this run),
+        and the deb that can put each back ({name: {"path", "sha256"} or None})."""
+        records = {}
+        previous_debs = {}
+        for name in touched:
+            entry = installed.get(name)
+            before = installed_version(entry)
+            before_deb = None
+            if before is not None:
+                before_deb = self.locate_deb(name, before, entry.get("architecture") or None, None, index)
+                if before_deb is None and name in versions_change:
+                    self.module.warn("no deb of %s %s found in the journal or in %s: a rollback to this "
+                                     "snapshot cannot reinstall it" % (name, before, ", ".join(self.p["cache_dirs"])))
+            previous_debs[name] = before_deb
+            records[name] = {"before": before, "before_held": is_held(entry), "before_deb": before_deb,
+                             "after": self.result["packages"].get(name), "after_held": name in self.result["held"]}
+        return records, previous_debs
+
+    def journal_start(self, records, plan):
+        """Write the snapshot (merged into an existing one of that id) with its start
+        event, before anything changes. Returns (snapshot, the existing one or None)."""
+        p = self.p
+        jd = p["journal_dir"]
+        now = _utcnow()
+        try:
+            snapshot_id = p["snapshot"]
+            if not snapshot_id:
+                existing_ids = set(s.get("id") for s in list_snapshots(jd))
+                snapshot_id = new_snapshot_id(now, existing_ids)
+            existing = load_snapshot(jd, snapshot_id)
+            snap = merge_snapshot(existing, snapshot_id, _iso(now), p["state"], records)
+            snap = add_event(snap, _iso(now), "start", {"plan": plan})
+            save_snapshot(jd, snap)
+        except (JournalError, OSError, IOError) as e:
+            self.fail("cannot write the journal in %s, nothing was changed: %s" % (jd, e))
+        self.result["snapshot"] = snapshot_id
+        self.result["journal"] = snapshot_path(jd, snapshot_id)
+        return snap, existing
+
+    def finish_applied(self, snap, index, install, debs_for):
+        """The versions are in: set the holds, mark the snapshot applied, index the debs installed."""
+        p = self.p
+        jd = p["journal_dir"]
+        managed = self.names if p["state"] == "present" else []
+        self.set_holds(dict((n, p["hold"]) for n in managed))
+        snap = add_event(snap, _iso(_utcnow()), "applied")
+        if snap.get("status") != "applied":
+            snap["status"] = "applied"
+        save_snapshot(jd, snap)
+        save_index(jd, record_debs(index, [
+            {"package": n, "version": self.result["packages"][n], "path": debs_for[n]["path"],
+             "sha256": debs_for[n]["sha256"]} for n in install]))
+
+    def undo_failed(self, failed, snap, existing, records, previous_debs):
+        """The transaction failed: put back what this run changed, journal it and fail."""
+        argv, rc, out, err = failed
+        targets = dict((n, {"version": r["before"], "held": r["before_held"]}) for n, r in records.items())
+        ok, problems = self.restore(targets, dict((n, d) for n, d in previous_debs.items() if d))
+        packages, held = self.report_now()
+        if existing is None:
+            snap["status"] = "failed-restored" if ok else "failed"
+        elif not ok:
+            snap["status"] = "failed"
+        if existing is not None and ok:
+            # the packages this run added to an existing snapshot are back as they were
+            snap["packages"] = existing.get("packages", {})
+        snap = add_event(snap, _iso(_utcnow()), "failed", {
+            "cmd": " ".join(argv), "rc": rc, "restored": ok, "problems": problems})
+        save_snapshot(self.p["journal_dir"], snap)
+        if ok:
+            state_msg = "the node was put back to its previous versions: %s" % _describe(packages, held)
+        else:
+            state_msg = ("putting the node back did not complete (%s); the node is left with: %s"
+                         % ("; ".join(problems), _describe(packages, held)))
+        self.result["changed"] = not ok
+        self.fail("%s failed (rc=%d): %s. %s" % (" ".join(argv), rc, _tail(err or out), state_msg),
+                  cmd=" ".join(argv), rc=rc, stdout=out, stderr=err, restored=ok,
+                  packages=packages, held=held, restore_problems=problems)
+
+    def apply_rollback(self, snap, debs_for):
+        targets = restore_targets(snap, self.names)
+        ok, problems = self.restore(targets, debs_for)
+        snap = add_event(snap, _iso(_utcnow()), "rolled_back" if ok else "rollback-failed",
+                         {"packages": sorted(targets), "problems": problems})
+        save_snapshot(self.p["journal_dir"], snap)
+        if not ok:
+            packages, held = self.report_now()
+            self.fail("rollback to snapshot %s did not complete: %s. The node is left with: %s"
+                      % (snap["id"], "; ".join(problems), _describe(packages, held)),
+                      packages=packages, held=held, restored=False)
 
     def apply_versions(self, install_paths, remove_names, purge):
         """One dpkg transaction for the installs, one for the removals.
@@ -636,213 +810,6 @@ class DebBundle(object):
                     name, installed_version(entry), entry["status"] if entry else "absent", t["version"]))
         return not problems, problems
 
-    def main(self):
-        p = self.p
-        state = p["state"]
-        debs = []
-        snap_to_restore = None
-        if state == "present":
-            debs = self.prepare_present()
-            self.names = [d["package"] for d in debs]
-        elif state == "absent":
-            manifest = self.load_manifest()
-            if manifest is not None:
-                self.names = [d["package"] for d in self.selected_debs(manifest)]
-            else:
-                self.names = list(p["packages"] or [])
-            if not self.names:
-                self.fail("state=absent needs packages, or a manifest with debs")
-        else:
-            snap_to_restore = self.find_snapshot()
-            self.names = sorted(snap_to_restore.get("packages", {}))
-            if p["packages"] is not None:
-                unknown = sorted(set(p["packages"]) - set(self.names))
-                if unknown:
-                    self.fail("snapshot %s does not record %s" % (snap_to_restore["id"], ", ".join(unknown)))
-                self.names = sorted(p["packages"])
-
-        if not self.module.check_mode:
-            self.take_lock()
-        self.audit()
-        installed = self.query()
-
-        if state == "rolled_back":
-            plan, debs_for = self.plan_rollback(snap_to_restore, installed)
-        else:
-            plan, by_name = self.plan_for(installed, debs)
-            debs_for = dict((n, {"path": d["path"], "sha256": d["sha256"]}) for n, d in by_name.items())
-
-        before_pkgs, before_held = self.managed_state(installed, self.names)
-        after_pkgs, after_held = self.predicted_state(installed, self.names, plan)
-        self.result.update(plan=plan, packages=after_pkgs, held=after_held)
-        self.result["diff"] = {"before": {"packages": before_pkgs, "held": before_held},
-                               "after": {"packages": after_pkgs, "held": after_held}}
-        if plan:
-            self.result["changed"] = True
-        if self.module.check_mode or not plan:
-            self.release_lock()
-            self.module.exit_json(**self.result)
-
-        if state == "rolled_back":
-            self.apply_rollback(snap_to_restore, installed, debs_for)
-        else:
-            self.apply_change(installed, plan, debs_for)
-        after = self.query()
-        packages, held = self.managed_state(after, self.names)
-        self.result.update(packages=packages, held=held)
-        self.result["diff"]["after"] = {"packages": packages, "held": held}
-        self.release_lock()
-        self.module.exit_json(**self.result)
-
-    def find_snapshot(self):
-        jd = self.p["journal_dir"]
-        try:
-            if self.p["snapshot"]:
-                snap = load_snapshot(jd, self.p["snapshot"])
-                if snap is None:
-                    self.fail("no snapshot %s in %s" % (self.p["snapshot"], jd))
-                if snap.get("status") == "pending":
-                    self.module.warn("snapshot %s was never completed (status pending)" % snap["id"])
-                return snap
-            snap = latest_restorable(list_snapshots(jd))
-        except JournalError as e:
-            self.fail(str(e))
-        if snap is None:
-            self.fail("no snapshot to roll back to in %s" % jd)
-        return snap
-
-    def plan_rollback(self, snap, installed):
-        targets = restore_targets(snap, self.names)
-        plan = plan_restore(targets, installed)
-        index = self.safe_index()
-        debs_for = {}
-        missing = []
-        changes = {}
-        for e in plan:
-            if e["action"] == "remove":
-                changes[e["package"]] = None
-            if e["action"] not in ("install", "upgrade", "downgrade", "reinstall"):
-                continue
-            name, version = e["package"], e["after"]
-            rec = snap["packages"][name].get("before_deb")
-            arch = (installed.get(name) or {}).get("architecture") or None
-            deb = self.locate_deb(name, version, arch, rec, index)
-            if deb is None:
-                where = [rec["path"]] if rec and rec.get("path") else []
-                missing.append("%s %s (looked for %s in %s)" % (
-                    name, version, ", ".join(where) or "a recorded deb",
-                    ", ".join(self.p["cache_dirs"])))
-                continue
-            debs_for[name] = deb
-            changes[name] = self.read_deb(deb["path"])
-        if missing:
-            self.fail("cannot roll back to snapshot %s, the deb needed is gone: %s; nothing was changed"
-                      % (snap["id"], "; ".join(missing)), plan=plan)
-        self.check_dependencies(installed, changes)
-        self.result["snapshot"] = snap["id"]
-        return plan, debs_for
-
-    def safe_index(self):
-        try:
-            return load_index(self.p["journal_dir"])
-        except JournalError as e:
-            self.module.warn("ignoring the deb index: %s" % e)
-            return {}
-
-    def apply_rollback(self, snap, installed, debs_for):
-        jd = self.p["journal_dir"]
-        targets = restore_targets(snap, self.names)
-        ok, problems = self.restore(targets, debs_for)
-        now = _iso(_utcnow())
-        snap = add_event(snap, now, "rolled_back" if ok else "rollback-failed",
-                         {"packages": sorted(targets), "problems": problems})
-        save_snapshot(jd, snap)
-        if not ok:
-            after = self.query()
-            packages, held = self.managed_state(after, self.names)
-            self.result["diff"]["after"] = {"packages": packages, "held": held}
-            self.fail("rollback to snapshot %s did not complete: %s. The node is left with: %s"
-                      % (snap["id"], "; ".join(problems), _describe(packages, held)),
-                      packages=packages, held=held, restored=False)
-
-    def apply_change(self, installed, plan, debs_for):
-        p = self.p
-        jd = p["journal_dir"]
-        install, remove, hold_names, unhold_names = split_plan(plan)
-        touched = sorted(set(install) | set(remove) | set(hold_names) | set(unhold_names))
-        index = self.safe_index()
-        now = _utcnow()
-        records = {}
-        previous_debs = {}
-        for name in touched:
-            entry = installed.get(name)
-            before = installed_version(entry)
-            before_deb = None
-            if before is not None:
-                before_deb = self.locate_deb(name, before, entry.get("architecture") or None, None, index)
-                if before_deb is None and name in set(install) | set(remove):
-                    self.module.warn("no deb of %s %s found in the journal or in %s: a rollback to this "
-                                     "snapshot cannot reinstall it" % (name, before, ", ".join(p["cache_dirs"])))
-            previous_debs[name] = before_deb
-            final = self.result["packages"].get(name)
-            records[name] = {"before": before, "before_held": is_held(entry), "before_deb": before_deb,
-                             "after": final, "after_held": name in self.result["held"]}
-        try:
-            snapshot_id = p["snapshot"]
-            if not snapshot_id:
-                existing_ids = set(s.get("id") for s in list_snapshots(jd))
-                snapshot_id = new_snapshot_id(now, existing_ids)
-            existing = load_snapshot(jd, snapshot_id)
-            snap = merge_snapshot(existing, snapshot_id, _iso(now), p["state"], records)
-            snap = add_event(snap, _iso(now), "start", {"plan": plan})
-            save_snapshot(jd, snap)
-        except (JournalError, OSError, IOError) as e:
-            self.fail("cannot write the journal in %s, nothing was changed: %s" % (jd, e))
-        self.result["snapshot"] = snapshot_id
-        self.result["journal"] = snapshot_path(jd, snapshot_id)
-
-        install_paths = [debs_for[n]["path"] for n in install]
-        failed = self.apply_versions(install_paths, remove, purge=p["purge"])
-        if failed is None:
-            managed = self.names if p["state"] == "present" else []
-            self.set_holds(dict((n, p["hold"]) for n in managed))
-            snap = add_event(snap, _iso(_utcnow()), "applied")
-            if snap.get("status") != "applied":
-                snap["status"] = "applied"
-            save_snapshot(jd, snap)
-            save_index(jd, record_debs(index, [
-                {"package": n, "version": self.result["packages"][n], "path": debs_for[n]["path"],
-                 "sha256": debs_for[n]["sha256"]} for n in install]))
-            return
-
-        # The transaction failed: put back what this run changed.
-        argv, rc, out, err = failed
-        targets = dict((n, {"version": records[n]["before"], "held": records[n]["before_held"]})
-                       for n in touched)
-        ok, problems = self.restore(targets, dict((n, d) for n, d in previous_debs.items() if d))
-        after = self.query()
-        packages, held = self.managed_state(after, self.names)
-        if existing is None:
-            snap["status"] = "failed-restored" if ok else "failed"
-        elif not ok:
-            snap["status"] = "failed"
-        if existing is not None and ok:
-            # the packages this run added to an existing snapshot are back as they were
-            snap["packages"] = existing.get("packages", {})
-        snap = add_event(snap, _iso(_utcnow()), "failed", {
-            "cmd": " ".join(argv), "rc": rc, "restored": ok, "problems": problems})
-        save_snapshot(jd, snap)
-        if ok:
-            state_msg = "the node was put back to its previous versions: %s" % _describe(packages, held)
-        else:
-            state_msg = ("putting the node back did not complete (%s); the node is left with: %s"
-                         % ("; ".join(problems), _describe(packages, held)))
-        self.result["changed"] = not ok
-        self.result["diff"]["after"] = {"packages": packages, "held": held}
-        self.fail("%s failed (rc=%d): %s. %s" % (" ".join(argv), rc, _tail(err or out), state_msg),
-                  cmd=" ".join(argv), rc=rc, stdout=out, stderr=err, restored=ok,
-                  packages=packages, held=held, restore_problems=problems)
-
 
 def _tail(text, lines=8):
     text = (text or "").strip().splitlines()
@@ -854,30 +821,8 @@ def _describe(packages, held):
                      for n, v in sorted(packages.items())) or "no packages"
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            path=dict(type="path"),
-            manifest=dict(type="path"),
-            manifest_content=dict(type="dict"),
-            packages=dict(type="list", elements="str"),
-            state=dict(type="str", default="present", choices=["present", "absent", "rolled_back"]),
-            snapshot=dict(type="str"),
-            hold=dict(type="bool", default=False),
-            allow_downgrade=dict(type="bool", default=False),
-            purge=dict(type="bool", default=True),
-            lock_timeout=dict(type="int", default=60),
-            recover_interrupted=dict(type="bool", default=False),
-            journal_dir=dict(type="path", default="/var/lib/topsrider"),
-            cache_dirs=dict(type="list", elements="path", default=["/var/cache/topsrider"]),
-        ),
-        mutually_exclusive=[("manifest", "manifest_content")],
-        required_if=[
-            ("state", "present", ("path",)),
-            ("state", "absent", ("packages", "manifest", "manifest_content", "path"), True),
-        ],
-        supports_check_mode=True,
-    )
+def check_params(module):
+    """What the argument spec cannot say."""
     if not 0 <= module.params["lock_timeout"] <= 3600:
         module.fail_json(msg="lock_timeout must be between 0 and 3600 seconds, got %d"
                          % module.params["lock_timeout"])
@@ -886,6 +831,19 @@ def main():
             snapshot_path("/", module.params["snapshot"])
         except JournalError as e:
             module.fail_json(msg=str(e))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=ARGUMENT_SPEC,
+        mutually_exclusive=[("manifest", "manifest_content")],
+        required_if=[
+            ("state", "present", ("path",)),
+            ("state", "absent", ("packages", "manifest", "manifest_content", "path"), True),
+        ],
+        supports_check_mode=True,
+    )
+    check_params(module)
     DebBundle(module).main()
 
 

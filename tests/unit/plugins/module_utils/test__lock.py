@@ -5,22 +5,10 @@ import pytest
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._lock import (
     LockError, acquire, describe, read_holder, release)
+from fake_clock import Clock
 
 A = {"id": "20260101T000000Z", "token": "aaa", "kind": "deploy", "user": "op", "controller": "ctl", "since": "T0"}
 B = {"id": "20260101T000000Z", "token": "bbb", "kind": "deploy", "user": "op2", "controller": "ctl2", "since": "T1"}
-
-
-class Clock(object):
-    def __init__(self):
-        self.now = 0.0
-        self.slept = []
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, s):
-        self.slept.append(s)
-        self.now += s
 
 
 def test_acquire_and_release(tmp_path):
