@@ -157,13 +157,21 @@ def _empty_card(index):
     return card
 
 
-def _check_unique(cards, text):
+def repeated_index(cards):
+    """The first card index listed twice, or None (efsmi and nvidia-smi output alike)."""
     seen = set()
     for card in cards:
         if card["index"] in seen:
-            raise EfsmiParseError("efsmi output lists device index %d twice; refusing to guess the count. "
-                                  "First lines:\n%s" % (card["index"], first_lines(text)))
+            return card["index"]
         seen.add(card["index"])
+    return None
+
+
+def _check_unique(cards, text):
+    twice = repeated_index(cards)
+    if twice is not None:
+        raise EfsmiParseError("efsmi output lists device index %d twice; refusing to guess the count. "
+                              "First lines:\n%s" % (twice, first_lines(text)))
 
 
 # ---------------------------------------------------------------- summary --

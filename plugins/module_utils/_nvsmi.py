@@ -26,7 +26,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._efsmi import (
-    CARD_KEYS, first_lines, normalize_bus_id, normalize_newlines,
+    CARD_KEYS, first_lines, normalize_bus_id, normalize_newlines, repeated_index,
 )
 
 NVIDIA_VENDOR_ID = "10de"
@@ -196,12 +196,10 @@ def parse_query_gpu(text, fields=QUERY_GPU_FIELDS):
         if driver:
             drivers.add(driver)
         cards.append(card)
-    seen = set()
-    for card in cards:
-        if card["index"] in seen:
-            raise NvsmiParseError("nvidia-smi lists GPU index %d twice; refusing to guess the count. "
-                                  "First lines:\n%s" % (card["index"], first_lines(text)))
-        seen.add(card["index"])
+    twice = repeated_index(cards)
+    if twice is not None:
+        raise NvsmiParseError("nvidia-smi lists GPU index %d twice; refusing to guess the count. "
+                              "First lines:\n%s" % (twice, first_lines(text)))
     counts.discard(None)
     if counts and counts != set([len(cards)]):
         raise NvsmiParseError("nvidia-smi prints %d GPU line(s) but its count field says %s; refusing to guess "

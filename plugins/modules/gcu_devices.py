@@ -326,35 +326,34 @@ NV_DEV_GLOB = "/dev/nvidia*"
 NVIDIA_SMI_DIRS = ["/usr/bin", "/usr/local/nvidia/bin", "/usr/local/bin", "/usr/sbin", "/opt/nvidia/bin"]
 
 
-def driver_hint():
-    """What the node looks like, for the failure text only: in containers
+def _node_facts(module_dir, kernel_module, dev_glob, ctl, is_card, no_cards):
+    """What the node shows of a driver, for the failure text only: in containers
     (the simulator) none of these exist, so absence alone fails nothing."""
     facts = []
-    if not os.path.isdir(DRIVER_MODULE_DIR):
-        facts.append("%s is missing (the enflame kernel module is not loaded)" % DRIVER_MODULE_DIR)
-    nodes = sorted(glob.glob(DEV_GLOB))
-    if not any(os.path.basename(n) == "gcuctl" for n in nodes):
-        facts.append("/dev/gcuctl is missing")
-    cards = [n for n in nodes if os.path.basename(n) != "gcuctl"]
-    facts.append("device nodes: %s" % (", ".join(cards) if cards else "no /dev/gcu[0-9]*"))
+    if not os.path.isdir(module_dir):
+        facts.append("%s is missing (the %s kernel module is not loaded)" % (module_dir, kernel_module))
+    nodes = sorted(glob.glob(dev_glob))
+    if not any(os.path.basename(n) == ctl for n in nodes):
+        facts.append("/dev/%s is missing" % ctl)
+    cards = [n for n in nodes if is_card(os.path.basename(n))]
+    facts.append("device nodes: %s" % (", ".join(cards) if cards else no_cards))
+    return "; ".join(facts)
+
+
+def driver_hint():
+    facts = _node_facts(DRIVER_MODULE_DIR, "enflame", DEV_GLOB, "gcuctl", lambda n: n != "gcuctl",
+                        "no /dev/gcu[0-9]*")
     return ("Hint: load the driver (`modprobe enflame`, or reinstall the Enflame driver package for "
             "the running kernel), check `dmesg | grep -i enflame`, and that /dev/gcuctl and /dev/gcu* exist. "
-            "On this node: %s." % "; ".join(facts))
+            "On this node: %s." % facts)
 
 
 def nvidia_driver_hint():
-    """The NVIDIA counterpart of driver_hint, for the failure text only."""
-    facts = []
-    if not os.path.isdir(NV_DRIVER_MODULE_DIR):
-        facts.append("%s is missing (the nvidia kernel module is not loaded)" % NV_DRIVER_MODULE_DIR)
-    nodes = sorted(glob.glob(NV_DEV_GLOB))
-    if not any(os.path.basename(n) == "nvidiactl" for n in nodes):
-        facts.append("/dev/nvidiactl is missing")
-    cards = [n for n in nodes if re.match(r"^nvidia\d+$", os.path.basename(n))]
-    facts.append("device nodes: %s" % (", ".join(cards) if cards else "no /dev/nvidia[0-9]*"))
+    facts = _node_facts(NV_DRIVER_MODULE_DIR, "nvidia", NV_DEV_GLOB, "nvidiactl",
+                        lambda n: re.match(r"^nvidia\d+$", n), "no /dev/nvidia[0-9]*")
     return ("Hint: load the driver (`modprobe nvidia`, or reinstall the NVIDIA driver for the running kernel), "
             "check `dmesg | grep -i -e NVRM -e Xid`, and that /dev/nvidiactl and /dev/nvidia[0-9]* exist. "
-            "On this node: %s." % "; ".join(facts))
+            "On this node: %s." % facts)
 
 
 def read_driver_version(path=None):

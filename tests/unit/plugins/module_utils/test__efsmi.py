@@ -414,3 +414,9 @@ def test_simulator_state_is_the_contract(tmp_path):
     assert [c["serial"] for c in state["cards"]] == T20_SERIALS
     for c in state["cards"]:
         assert c["present"] is True and c["health"] is True and c["device_id"] == "0021"
+
+
+def test_repeated_index():
+    assert E.repeated_index([]) is None
+    assert E.repeated_index([{"index": 0}, {"index": 1}]) is None
+    assert E.repeated_index([{"index": 2}, {"index": 0}, {"index": 2}, {"index": 0}]) == 2
