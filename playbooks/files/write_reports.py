@@ -9,32 +9,31 @@ block scalar arrives as two characters, so callers do not append one). One call
 instead of a copy-module run per file: the reports of a 16-node drift check
 took longer to write than the check itself.
 """
+import importlib.util
 import json
 import os
 import sys
-import tempfile
+
+# The collection's one atomic writer, loaded by its path: this script runs
+# under ansible_playbook_python, outside Ansible's collection loader, from
+# <collection>/playbooks/files/ (a checkout or an installed collection).
+ATOMIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "plugins", "module_utils", "_atomic.py")
 
 
-def write(path, content):
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".report-", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(content if content.endswith("\n") else content + "\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def load_atomic(path=ATOMIC):
+    spec = importlib.util.spec_from_file_location("topsrider_atomic", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def main():
+    write_atomic = load_atomic().write_atomic
     files = json.load(sys.stdin)
     for path, content in files:
         if not isinstance(path, str) or not path or not isinstance(content, str):
             sys.exit("write_reports: want [[path, text], ...], got %r" % ([path, type(content).__name__],))
-        write(path, content)
+        write_atomic(path, content if content.endswith("\n") else content + "\n", 0o644, prefix=".report-")
     print(json.dumps({"written": [pair[0] for pair in files]}))
 
 

@@ -26,7 +26,8 @@ import copy
 import json
 import os
 import re
-import tempfile
+
+from ansible_collections.gcu.topsrider.plugins.module_utils._atomic import write_atomic
 
 SNAPSHOT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 RESTORABLE = ("applied",)
@@ -44,28 +45,10 @@ def ensure_dir(path):
 
 
 def write_json_atomic(path, data):
-    """Write JSON to path atomically (temp file in the same directory, fsync,
-    rename), readable by its owner only."""
-    directory = os.path.dirname(path)
-    ensure_dir(directory)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=2, sort_keys=True)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.rename(tmp, path)
-    except Exception:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    dfd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    """Write JSON to path atomically (_atomic.write_atomic: temp file in the
+    same directory, fsync, rename), readable by its owner only."""
+    ensure_dir(os.path.dirname(path))
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n", 0o600)
 
 
 def _read_json(path):

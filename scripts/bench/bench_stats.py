@@ -39,9 +39,9 @@ requirements:
 
 import json
 import os
-import tempfile
 
 from ansible.plugins.callback import CallbackBase
+from ansible_collections.gcu.topsrider.plugins.module_utils._atomic import write_atomic
 
 COPY_ACTIONS = frozenset(("copy", "ansible.builtin.copy", "ansible.legacy.copy"))
 INCLUDE_ACTIONS = frozenset((
@@ -186,10 +186,5 @@ class CallbackModule(CallbackBase):
         for name in sorted(getattr(stats, "processed", {}) or {}):
             recap[name] = stats.summarize(name)
         doc["recap"] = recap
-        directory = os.path.dirname(os.path.abspath(self.stats_file))
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".bench_stats.", dir=directory)
-        with os.fdopen(fd, "w") as out:
-            json.dump(doc, out, indent=1, sort_keys=True)
-            out.write("\n")
-        os.replace(tmp, self.stats_file)
+        os.makedirs(os.path.dirname(os.path.abspath(self.stats_file)), exist_ok=True)
+        write_atomic(self.stats_file, json.dumps(doc, indent=1, sort_keys=True) + "\n", 0o600, prefix=".bench_stats.")
