@@ -1,12 +1,20 @@
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""scripts/bench/bench.py, the parts that need no fleet: the iptables listing,
-medians and ratios, the table, the goals, the perf check's verdict."""
+"""scripts/bench/bench_report.py (medians and ratios, the table, the goals, the
+perf check's verdict) and the parts of scripts/bench/bench.py that need no
+fleet (the iptables listing, cgroup CPU files, the run plan, the output files)."""
+import json
+import os
+import stat
+import sys
 
 import pytest
 
-from conftest import load_script
+from conftest import TOP, load_script
 
+# bench.py imports bench_report from its own directory, as `python scripts/bench/bench.py` does.
+sys.path.insert(0, os.path.join(TOP, "scripts", "bench"))
+import bench_report as report  # noqa: E402  pylint: disable=wrong-import-position
 
 bench = load_script("scripts/bench/bench.py", "bench")
 
@@ -39,16 +47,16 @@ def test_iptables_output_not_understood_is_none(text):
 
 # ---- medians, ratios ---------------------------------------------------------------
 def test_spread():
-    assert bench.spread([3.0, 1.0, 2.0]) == {"median": 2.0, "min": 1.0, "max": 3.0, "n": 3}
-    assert bench.spread([4, 1, 2, 3]) == {"median": 2.5, "min": 1, "max": 4, "n": 4}
-    assert bench.spread([5, 1, 3])["median"] == 3 and isinstance(bench.spread([5, 1, 3])["median"], int)
-    assert bench.spread([None, 2, None]) == {"median": 2, "min": 2, "max": 2, "n": 1}
-    assert bench.spread([None]) is None and bench.spread([]) is None
+    assert report.spread([3.0, 1.0, 2.0]) == {"median": 2.0, "min": 1.0, "max": 3.0, "n": 3}
+    assert report.spread([4, 1, 2, 3]) == {"median": 2.5, "min": 1, "max": 4, "n": 4}
+    assert report.spread([5, 1, 3])["median"] == 3 and isinstance(report.spread([5, 1, 3])["median"], int)
+    assert report.spread([None, 2, None]) == {"median": 2, "min": 2, "max": 2, "n": 1}
+    assert report.spread([None]) is None and report.spread([]) is None
 
 
 def run(size, op, wall, rnd=1, recorded=True, **kw):
     record = {"size": size, "op": op, "round": rnd, "recorded": recorded, "wall_s": wall, "cpu_s": wall / 2,
-              "node_cpu_s": wall / 4, "cpu_bound_s": bench.cpu_bound_s(wall / 2, wall / 4, 2),
+              "node_cpu_s": wall / 4, "cpu_bound_s": report.cpu_bound_s(wall / 2, wall / 4, 2),
               "tasks_max": 10, "tasks_mean": 10.0, "changed": 0, "bundle_bytes_sent": 0, "net_bytes": 1000}
     record.update(kw)
     return record
@@ -59,7 +67,7 @@ def test_summarize_medians_and_ratio_to_the_floor_of_the_same_size():
     runs += [run(1, "rerun", w, r, tasks_max=t) for r, (w, t) in enumerate(((10.0, 20), (14.0, 22), (12.0, 21)), 1)]
     runs += [run(4, "floor", 4.0), run(4, "rerun", 10.0)]
     runs += [run(4, "fresh", 99.0, recorded=False)]        # a prerequisite: not in the results
-    res = bench.summarize(runs)
+    res = report.summarize(runs)
     assert list(res) == ["1", "4"]
     assert res["1"]["floor"]["wall_s"]["median"] == 2.0 and res["1"]["floor"]["ratio_to_floor"] == 1.0
     assert res["1"]["rerun"]["wall_s"] == {"median": 12.0, "min": 10.0, "max": 14.0, "n": 3}
@@ -70,27 +78,27 @@ def test_summarize_medians_and_ratio_to_the_floor_of_the_same_size():
 
 
 def test_summarize_orders_sizes_numerically_and_ops_as_run():
-    res = bench.summarize([run(16, "rollback", 1.0), run(16, "floor", 1.0), run(4, "floor", 1.0)])
+    res = report.summarize([run(16, "rollback", 1.0), run(16, "floor", 1.0), run(4, "floor", 1.0)])
     assert list(res) == ["4", "16"] and list(res["16"]) == ["floor", "rollback"]
 
 
 def test_no_floor_no_ratio_and_missing_net_bytes():
-    res = bench.summarize([run(1, "drift", 5.0, net_bytes=None)])
+    res = report.summarize([run(1, "drift", 5.0, net_bytes=None)])
     assert res["1"]["drift"]["ratio_to_floor"] is None and res["1"]["drift"]["net_bytes"] is None
 
 
 def test_stats_metrics_from_the_callback_file():
     doc = {"hosts": {"a": {"tasks": 10, "changed": 1, "bundle_bytes_sent": 5, "changed_tasks": ["X"]},
                      "b": {"tasks": 13, "changed": 0, "bundle_bytes_sent": 7, "changed_tasks": []}}}
-    m = bench.stats_metrics(doc)
+    m = report.stats_metrics(doc)
     assert m["tasks_max"] == 13 and m["tasks_mean"] == 11.5 and m["changed"] == 1
     assert m["bundle_bytes_sent"] == 12 and m["changed_tasks"] == {"a": ["X"]} and m["hosts"] == 2
-    empty = bench.stats_metrics(None)
+    empty = report.stats_metrics(None)
     assert empty["hosts"] == 0 and empty["tasks_max"] is None and empty["bundle_bytes_sent"] is None
 
 
 def test_plan_brings_prerequisites_unrecorded():
-    assert bench.plan(list(bench.OPS)) == [(op, True) for op in bench.OPS]
+    assert bench.plan(list(report.OPS)) == [(op, True) for op in report.OPS]
     assert bench.plan(["rerun"]) == [("fresh", False), ("rerun", True)]
     assert bench.plan(["drift", "floor"]) == [("floor", True), ("fresh", False), ("upgrade", False),
                                               ("drift", True)]
@@ -104,11 +112,11 @@ def full_results(rerun_wall=8.0, rerun_tasks=15, rerun_bytes=0, drift_wall=4.0, 
                  run(size, "rerun", rerun_wall, tasks_max=rerun_tasks, tasks_mean=float(rerun_tasks),
                      bundle_bytes_sent=rerun_bytes),
                  run(size, "drift", drift_wall)]
-    return bench.summarize(runs)
+    return report.summarize(runs)
 
 
 def goals_by_id(results):
-    return {g["id"]: g for g in bench.check_goals(results)}
+    return {g["id"]: g for g in report.check_goals(results)}
 
 
 def test_goals_met():
@@ -138,23 +146,23 @@ def test_goals_at_the_limit_are_met():
 
 def test_bytes_in_any_round_miss_the_goal():
     runs = [run(1, "floor", 1.0)] + [run(1, "rerun", 2.0, r, bundle_bytes_sent=b) for r, b in ((1, 0), (2, 0), (3, 9))]
-    assert goals_by_id(bench.summarize(runs))["rerun_bundle_bytes"]["ok"] is False
+    assert goals_by_id(report.summarize(runs))["rerun_bundle_bytes"]["ok"] is False
 
 
 def test_no_cpu_bound_without_node_cpu():
     runs = [run(1, "fresh", 30.0), run(16, "fresh", 90.0, node_cpu_s=None, cpu_bound_s=None)]
-    goals = goals_by_id(bench.summarize(runs))
+    goals = goals_by_id(report.summarize(runs))
     assert goals["fresh_scaling"]["value"] == 3.0 and goals["fresh_scaling"]["cpu_bound_ratio"] is None
-    assert "Fresh-deploy scaling" not in bench.render_table(dict(DOC, results=bench.summarize(runs),
+    assert "Fresh-deploy scaling" not in report.render_table(dict(DOC, results=report.summarize(runs),
                                                                  goals=list(goals.values())))
 
 
 def test_goals_not_measured():
-    goals = goals_by_id(bench.summarize([run(1, "floor", 1.0)]))
+    goals = goals_by_id(report.summarize([run(1, "floor", 1.0)]))
     assert all(g["ok"] is None for g in goals.values())
     assert "needs two sizes" in goals["fresh_scaling"]["goal"]
-    assert bench.check_goals({}) == []
-    assert "[n/a ]" in bench.format_goals(list(goals.values()))
+    assert report.check_goals({}) == []
+    assert "[n/a ]" in report.format_goals(list(goals.values()))
 
 
 # ---- the table --------------------------------------------------------------------
@@ -167,8 +175,8 @@ DOC = {
 
 
 def test_render_table():
-    doc = dict(DOC, results=full_results(), goals=bench.check_goals(full_results()))
-    text = bench.render_table(doc)
+    doc = dict(DOC, results=full_results(), goals=report.check_goals(full_results()))
+    text = report.render_table(doc)
     lines = text.splitlines()
     assert "2 cores (AMD EPYC)" in lines[0] and "ansible-core 2.19.14" in lines[0]
     assert "commit 0123456789ab (with uncommitted changes)" in lines[0] and "3 round(s)" in lines[0]
@@ -185,39 +193,39 @@ def test_render_table():
 
 
 def test_render_table_marks_missing_numbers_and_iptables_note():
-    doc = dict(DOC, results=bench.summarize([run(1, "floor", 1.0, net_bytes=None, tasks_mean=1.0, tasks_max=1)]),
+    doc = dict(DOC, results=report.summarize([run(1, "floor", 1.0, net_bytes=None, tasks_mean=1.0, tasks_max=1)]),
                goals=[], iptables_note="not measured (iptables accounting did not work here: x)")
-    text = bench.render_table(doc)
+    text = report.render_table(doc)
     assert "Bytes to nodes: not measured" in text
     assert "| 1 | floor (1 ping, no facts) | 1.0 (1.0-1.0) | 1.0 | 1 | 0 | 0 B | n/a | 0.5 | 0.2 | 0.4 |" in text
     assert "goal (issue 9)" not in text
 
 
 def test_tasks_mean_shown_when_nodes_differ():
-    res = bench.summarize([run(4, "fresh", 10.0, tasks_max=90, tasks_mean=87.5)])
-    text = bench.render_table(dict(DOC, results=res, goals=[]))
+    res = report.summarize([run(4, "fresh", 10.0, tasks_max=90, tasks_mean=87.5)])
+    text = report.render_table(dict(DOC, results=res, goals=[]))
     assert "| 90 (mean 87.5) |" in text
 
 
 @pytest.mark.parametrize("value,text", [(None, "n/a"), (0, "0 B"), (1023, "1023 B"), (1536, "1.5 KiB"),
                                         (5 * 1024 * 1024, "5.0 MiB"), (3 * 1024 ** 4, "3072.0 GiB")])
 def test_human_bytes(value, text):
-    assert bench.human_bytes(value) == text
+    assert report.human_bytes(value) == text
 
 
 def test_replace_section_keeps_the_prose_around_it():
     text = "# Performance\n\nprose before\n\n<!-- bench:begin -->\nold table\n<!-- bench:end -->\n\nprose after\n"
-    out = bench.replace_section(text, "<!-- bench:begin -->", "<!-- bench:end -->", "new table\n")
+    out = report.replace_section(text, "<!-- bench:begin -->", "<!-- bench:end -->", "new table\n")
     assert out == "# Performance\n\nprose before\n\n<!-- bench:begin -->\nnew table\n<!-- bench:end -->\n\nprose after\n"
-    assert bench.replace_section(out, "<!-- bench:begin -->", "<!-- bench:end -->", "new table") == out
+    assert report.replace_section(out, "<!-- bench:begin -->", "<!-- bench:end -->", "new table") == out
 
 
 def test_replace_section_appends_when_the_markers_are_missing():
-    out = bench.replace_section("# Performance\nprose", "<!-- bench-mitogen:begin -->", "<!-- bench-mitogen:end -->",
+    out = report.replace_section("# Performance\nprose", "<!-- bench-mitogen:begin -->", "<!-- bench-mitogen:end -->",
                                 "mitogen table\n")
     assert out == ("# Performance\nprose\n\n<!-- bench-mitogen:begin -->\nmitogen table\n"
                    "<!-- bench-mitogen:end -->\n")
-    both = bench.replace_section(out, "<!-- bench:begin -->", "<!-- bench:end -->", "t\n")
+    both = report.replace_section(out, "<!-- bench:begin -->", "<!-- bench:end -->", "t\n")
     assert both.count("mitogen table") == 1 and both.endswith("<!-- bench:begin -->\nt\n<!-- bench:end -->\n")
 
 
@@ -230,43 +238,62 @@ def test_write_outputs_creates_the_markdown_with_a_header(tmp_path):
     md.write_text(text.replace("# Performance\n", "# Performance\n\nThe lead's prose.\n"))
     bench.write_outputs(doc, str(tmp_path / "p.json"), str(md), "linear")
     assert "The lead's prose." in md.read_text() and md.read_text().count("| 16 | floor") == 1
+    assert json.loads((tmp_path / "p.json").read_text()) == json.loads(json.dumps(doc))
+    assert (tmp_path / "p.json").read_text().endswith("}\n")
+    assert sorted(os.listdir(str(tmp_path))) == ["p.json", "performance.md"]
+    assert [stat.S_IMODE(os.stat(str(tmp_path / n)).st_mode) for n in ("p.json", "performance.md")] == [0o644] * 2
+
+
+def test_the_runner_uses_the_report_code_and_the_one_atomic_writer():
+    assert bench.summarize is report.summarize and bench.render_table is report.render_table
+    assert bench.load_atomic().__file__ == os.path.join(TOP, "plugins", "module_utils", "_atomic.py")
+
+
+def test_result_lines():
+    lines = report.result_lines(dict(DOC, results=full_results()))
+    assert len(lines) == 8 and lines[0].startswith("   1 nodes  floor (1 ping, no facts)")
+    assert lines[-1].startswith("  16 nodes  drift check ")
+    assert "wall     4.0 s  x4.0   tasks/host 10   changed 0    bundle 0 B" in lines[-1]
+    assert report.result_lines({}) == []
 
 
 # ---- the perf check's verdict ---------------------------------------------------
 FRESH = {"hosts": 1, "changed": 40, "bundle_bytes_sent": 123456, "changed_tasks": {"t20-node-1": ["a"]}}
 CLEAN = {"hosts": 1, "changed": 0, "bundle_bytes_sent": 0, "changed_tasks": {}}
+BUNDLES = "/srv/bench/bundles"
 
 
-FULL = bench.OP_TITLES["rerun_full"]
+FULL = report.OP_TITLES["rerun_full"]
 
 
 def reruns(fast=None, full=None):
-    return [(bench.OP_TITLES["rerun"], fast or CLEAN), (FULL, full or CLEAN)]
+    return [(report.OP_TITLES["rerun"], fast or CLEAN), (FULL, full or CLEAN)]
 
 
 def test_perf_verdict_passes_a_real_no_change():
-    assert bench.perf_verdict(FRESH, reruns()) == []
+    assert report.perf_verdict(FRESH, reruns(), BUNDLES) == []
 
 
 def test_perf_verdict_names_the_changed_task_and_host():
     rerun = dict(CLEAN, changed=1, changed_tasks={"t20-node-1": ["Write the ECCL environment"]})
-    assert bench.perf_verdict(FRESH, reruns(fast=rerun)) == [
+    assert report.perf_verdict(FRESH, reruns(fast=rerun), BUNDLES) == [
         "no-change re-run: 'Write the ECCL environment' reported changed on t20-node-1"]
-    assert bench.perf_verdict(FRESH, reruns(full=rerun)) == [
+    assert report.perf_verdict(FRESH, reruns(full=rerun), BUNDLES) == [
         FULL + ": 'Write the ECCL environment' reported changed on t20-node-1"]
 
 
 def test_perf_verdict_resent_bytes():
-    problems = bench.perf_verdict(FRESH, reruns(fast=dict(CLEAN, bundle_bytes_sent=4096)))
+    problems = report.perf_verdict(FRESH, reruns(fast=dict(CLEAN, bundle_bytes_sent=4096)), BUNDLES)
     assert problems == ["no-change re-run re-sent 4096 bundle bytes"]
-    problems = bench.perf_verdict(FRESH, reruns(full=dict(CLEAN, bundle_bytes_sent=10)))
+    problems = report.perf_verdict(FRESH, reruns(full=dict(CLEAN, bundle_bytes_sent=10)), BUNDLES)
     assert problems == [FULL + " re-sent 10 bundle bytes"]
 
 
 def test_perf_verdict_a_measurement_that_cannot_see_a_transfer_fails():
-    problems = bench.perf_verdict(dict(FRESH, bundle_bytes_sent=0), reruns())
+    problems = report.perf_verdict(dict(FRESH, bundle_bytes_sent=0), reruns(), BUNDLES)
     assert len(problems) == 1 and "fresh deploy sent 0 bundle bytes" in problems[0]
-    problems = bench.perf_verdict({"hosts": 0}, reruns({"hosts": 0}, {"hosts": 0}))
+    assert "from under /srv/bench/bundles?" in problems[0]
+    problems = report.perf_verdict({"hosts": 0}, reruns({"hosts": 0}, {"hosts": 0}), BUNDLES)
     assert len(problems) == 3 and all("callback not loaded" in p for p in problems)
 
 
@@ -295,5 +322,5 @@ def test_container_cpu_from_each_cgroup_layout(tmp_path, rel, name, text):
 
 
 def test_cpu_bound():
-    assert bench.cpu_bound_s(148.0, 52.0, 2) == 100.0
-    assert bench.cpu_bound_s(148.0, None, 2) is None and bench.cpu_bound_s(1.0, 1.0, 0) is None
+    assert report.cpu_bound_s(148.0, 52.0, 2) == 100.0
+    assert report.cpu_bound_s(148.0, None, 2) is None and report.cpu_bound_s(1.0, 1.0, 0) is None
