@@ -32,6 +32,9 @@ fresh deploy, the same deploy again, and again with the fast path off; fails
 (exit 1) when a re-run reports any task changed or sends bundle bytes, or when
 the fresh deploy sent none (the measurement must be able to see a transfer).
 No time limits.
+
+This file holds the runner and the probes; what the numbers become (medians,
+goals, the table, the perf check's verdict) is scripts/bench/bench_report.py.
 """
 import argparse
 import datetime

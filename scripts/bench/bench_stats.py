@@ -8,7 +8,7 @@ Enable with
   ANSIBLE_CALLBACK_PLUGINS=<a directory with only this file> ANSIBLE_CALLBACKS_ENABLED=bench_stats
   BENCH_STATS_FILE=/path/out.json BENCH_BUNDLE_ROOT=/work/main/.cache/bundles
 (bench.py links it into .cache/bench/callback_plugins/; ANSIBLE_CALLBACK_PLUGINS=scripts/bench
-works too, but ansible then also imports bench.py as a callback and warns.)
+works too, but ansible then also imports bench.py and bench_report.py as callbacks and warns.)
 The stdout callback stays whatever ansible.cfg says.
 
 Per host (every result is counted once per task, a loop counts once):
