@@ -54,6 +54,8 @@ def validate(data):
     for key in ("product", "version"):
         if not isinstance(data.get(key), str) or not data.get(key):
             problems.append("%s must be a non-empty string" % key)
+    if "origin" in data:
+        problems.extend(_origin_problems(data["origin"]))
     files = data.get("files")
     if not isinstance(files, list) or not files:
         problems.append("files must be a non-empty list")
@@ -96,6 +98,25 @@ def validate(data):
     if problems:
         raise ManifestError("invalid manifest: " + "; ".join(problems))
     return data
+
+
+def _origin_problems(origin):
+    """The optional origin: the installer the files were extracted from,
+    {"type": "makeself", "file": plain name, "sha256": 64 hex, "size": bytes}."""
+    if not isinstance(origin, dict):
+        return ["origin must be an object"]
+    problems = []
+    if origin.get("type") != "makeself":
+        problems.append("origin: type must be makeself (got %r)" % origin.get("type"))
+    name = origin.get("file")
+    if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
+        problems.append("origin: file must be a plain file name (got %r)" % name)
+    if not isinstance(origin.get("sha256"), str) or not _SHA256_RE.match(origin["sha256"]):
+        problems.append("origin: sha256 must be 64 lower-case hex digits")
+    size = origin.get("size")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        problems.append("origin: size must be a non-negative integer")
+    return problems
 
 
 def entries(manifest, ftype=None):
@@ -224,10 +245,13 @@ def requires_torch(requires_dist):
     return None
 
 
-def make_manifest(version, entries_, product="TopsRider"):
-    """A validated manifest dict from file entries, sorted by file name."""
+def make_manifest(version, entries_, product="TopsRider", origin=None):
+    """A validated manifest dict from file entries, sorted by file name;
+    `origin` (optional) names the .run installer they came from."""
     data = {"format": FORMAT, "product": product, "version": version,
             "files": sorted(entries_, key=lambda e: e["file"])}
+    if origin is not None:
+        data["origin"] = origin
     return validate(data)
 
 

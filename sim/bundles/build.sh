@@ -13,6 +13,13 @@
 #                                   changed after the manifest was written
 #   test-interrupt/                 test-only tops-sim-interrupt deb whose
 #                                   postinst waits while /run/topsrider-sim-slow-postinst exists
+#   TopsRider_t2x_<v>_deb_amd64.run for 2.5.136 (gzip, MD5) and 2.5.140 (xz,
+#                                   MD5 + SHA256): makeself installers holding
+#                                   the same debs (sdk/, distributed/), wheels
+#                                   (framework/) and an install.sh that exits 1
+#   TopsRider_t2x_2.5.140-corrupt_deb_amd64.run
+#                                   as 2.5.140, one payload byte changed after
+#                                   makeself wrote its checksums
 # Rebuilds only when its inputs change (hash stamp); safe to run again.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,18 +30,21 @@ pythons=(3.11 3.10)
 torch_version=$(cat "$top/sim/image/torch-version")
 cd "$top"
 
-for tool in gcc dpkg-deb python3 sha256sum; do
+for tool in gcc dpkg-deb python3 sha256sum makeself; do
   command -v "$tool" >/dev/null || { echo "sim/bundles: $tool is required" >&2; exit 1; }
 done
 [ -f sim/wheel/build_wheel.py ] || { echo "sim/bundles: sim/wheel/build_wheel.py is missing" >&2; exit 1; }
 
 inputs=$(find sim/bundles sim/wheel scripts/topsrider-manifest plugins/module_utils/_manifest.py \
-  plugins/module_utils/_dpkg.py sim/image/torch-version -type f ! -name '*.pyc' | LC_ALL=C sort)
+  plugins/module_utils/_dpkg.py plugins/module_utils/_makeself.py sim/image/torch-version -type f ! -name '*.pyc' | LC_ALL=C sort)
 stamp=$( { for f in $inputs; do echo "$f"; stat -c %a "$f"; cat "$f"; done; } | sha256sum | cut -c1-16)
 all_dirs=("${versions[@]}" 2.5.140-broken-postinst 2.5.140-corrupt test-interrupt)
+all_runs=()
+for v in "${versions[@]}" 2.5.140-corrupt; do all_runs+=("TopsRider_t2x_${v}_deb_amd64.run"); done
 up_to_date=1
 [ "$(cat "$out/.stamp" 2>/dev/null)" = "$stamp" ] || up_to_date=0
 for d in "${all_dirs[@]}"; do [ -f "$out/$d/manifest.json" ] || up_to_date=0; done
+for r in "${all_runs[@]}"; do [ -f "$out/$r" ] || up_to_date=0; done
 if [ "$up_to_date" = 1 ]; then
   echo "$out"
   exit 0
@@ -132,6 +142,59 @@ if scripts/topsrider-manifest check "$corrupt" >/dev/null 2>&1; then
   exit 1
 fi
 
+# The vendor's installer shape: a makeself .run (Debian's makeself) holding the
+# debs in subdirectories, one torch_gcu wheel per Python minor and an
+# install.sh that the collection never runs (it exits 1).
+# build_run V DIR COMPRESSION-ARGS...
+build_run() {
+  local v=$1 dir=$2 name="TopsRider_t2x_${1}_deb_amd64" tree
+  shift 2
+  tree="$work/run-$v/$name"
+  mkdir -p "$tree/sdk" "$tree/distributed" "$tree/framework"
+  cp "$dir"/tops-sdk_*.deb "$dir"/topsfactor_*.deb "$tree/sdk/"
+  cp "$dir"/tops-eccl_*.deb "$tree/distributed/"
+  cp "$dir"/*.whl "$tree/framework/"
+  install -m 0755 sim/bundles/run/install.sh "$tree/install.sh"
+  find "$tree" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+  # Same inputs, same bytes: relative paths (the header records its command
+  # line), sorted tar with fixed owners and times, and gzip without its time
+  # stamp (makeself calls gzip by name: a wrapper adds -n).
+  (cd "$work/run-$v" && PATH="$work/bin:$PATH" makeself --quiet "$@" \
+    --packaging-date "Wed Jan  1 00:00:00 UTC 2020" \
+    --tar-extra "--sort=name --owner=0 --group=0 --numeric-owner --mtime=@$SOURCE_DATE_EPOCH" \
+    "$name" "$name.run" "ENFLAME TOPSRIDER PACKAGE" ./install.sh)
+  mv "$work/run-$v/$name.run" "$work/$name.run"
+  echo "sim/bundles: built $name.run" >&2
+}
+mkdir -p "$work/bin"
+printf '#!/bin/sh\nexec %s -n "$@"\n' "$(command -v gzip)" >"$work/bin/gzip"
+chmod 0755 "$work/bin/gzip"
+build_run 2.5.136 "$work/2.5.136"
+build_run 2.5.140 "$work/2.5.140" --xz --sha256
+python3 - "$work/TopsRider_t2x_2.5.140_deb_amd64.run" "$work/TopsRider_t2x_2.5.140-corrupt_deb_amd64.run" <<'EOF'
+import importlib.util, shutil, sys
+spec = importlib.util.spec_from_file_location("_makeself", "plugins/module_utils/_makeself.py")
+makeself = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(makeself)
+header = makeself.read_header(sys.argv[1])
+shutil.copy(sys.argv[1], sys.argv[2])
+with open(sys.argv[2], "r+b") as f:
+    f.seek(header["offset"] + header["totalsize"] // 2)   # one byte in the middle of the payload
+    byte = f.read(1)
+    f.seek(-1, 1)
+    f.write(bytes([byte[0] ^ 0xFF]))
+EOF
+for r in "${all_runs[@]}"; do
+  rc=0
+  scripts/topsrider-manifest extract "$work/$r" "$work/check-$r" >/dev/null 2>&1 || rc=$?
+  case "$r:$rc" in
+    *-corrupt_*:1) ;;
+    *-corrupt_*:*) echo "sim/bundles: $r was not refused (rc=$rc)" >&2; exit 1 ;;
+    *:0) scripts/topsrider-manifest check "$work/check-$r" >/dev/null ;;
+    *) echo "sim/bundles: $r does not extract (rc=$rc)" >&2; exit 1 ;;
+  esac
+done
+
 # Test-only: a deb whose postinst can be held open so dpkg can be killed mid-install.
 interrupt="$work/test-interrupt"
 mkdir -p "$interrupt" "$work/build-interrupt/usr/local/tops/share"
@@ -145,5 +208,6 @@ for d in "${all_dirs[@]}"; do
   rm -rf "${out:?}/$d"
   mv "$work/$d" "$out/$d"
 done
+for r in "${all_runs[@]}"; do mv -f "$work/$r" "$out/$r"; done
 echo "$stamp" >"$out/.stamp"
 echo "$out"
