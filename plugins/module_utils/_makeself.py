@@ -379,4 +379,3 @@ def find_release_files(tree):
         raise MakeselfError("no .deb in the archive (found %d wheel(s)); not a TopsRider deb installer"
                             % len(wheels))
     return {"debs": debs, "wheels": wheels}
-
