@@ -154,7 +154,7 @@ def test_no_cpu_bound_without_node_cpu():
     goals = goals_by_id(report.summarize(runs))
     assert goals["fresh_scaling"]["value"] == 3.0 and goals["fresh_scaling"]["cpu_bound_ratio"] is None
     assert "Fresh-deploy scaling" not in report.render_table(dict(DOC, results=report.summarize(runs),
-                                                                 goals=list(goals.values())))
+                                                                  goals=list(goals.values())))
 
 
 def test_goals_not_measured():
@@ -222,7 +222,7 @@ def test_replace_section_keeps_the_prose_around_it():
 
 def test_replace_section_appends_when_the_markers_are_missing():
     out = report.replace_section("# Performance\nprose", "<!-- bench-mitogen:begin -->", "<!-- bench-mitogen:end -->",
-                                "mitogen table\n")
+                                 "mitogen table\n")
     assert out == ("# Performance\nprose\n\n<!-- bench-mitogen:begin -->\nmitogen table\n"
                    "<!-- bench-mitogen:end -->\n")
     both = report.replace_section(out, "<!-- bench:begin -->", "<!-- bench:end -->", "t\n")
