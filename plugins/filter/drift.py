@@ -11,9 +11,7 @@ __metaclass__ = type
 from ansible_collections.gcu.topsrider.plugins.module_utils._drift import (
     DriftError, build_report, deploy_pending_reasons, node_findings, safe_run_id, to_junit, to_markdown, to_prometheus,
 )
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded
-
-ERRORS = (DriftError,)
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
 
 
 def _drift_findings(actual, node, desired):
@@ -30,21 +28,13 @@ def _report(results, hosts, run_id, meta=None, now=None):
     return build_report(hosts, results, safe_run_id(run_id), now=now, meta=meta)
 
 
-topsrider_drift_findings = guarded(_drift_findings, ERRORS)
-topsrider_deploy_pending = guarded(_deploy_pending, ERRORS)
-topsrider_drift_report = guarded(_report, ERRORS)
-topsrider_drift_markdown = guarded(to_markdown, ERRORS)
-topsrider_drift_junit = guarded(to_junit, ERRORS)
-topsrider_drift_prometheus = guarded(to_prometheus, ERRORS)
-
-
 class FilterModule(object):
     def filters(self):
-        return {
-            "topsrider_drift_findings": topsrider_drift_findings,
-            "topsrider_drift_report": topsrider_drift_report,
-            "topsrider_drift_markdown": topsrider_drift_markdown,
-            "topsrider_drift_junit": topsrider_drift_junit,
-            "topsrider_drift_prometheus": topsrider_drift_prometheus,
-            "topsrider_deploy_pending": topsrider_deploy_pending,
-        }
+        return guarded_filters({
+            "topsrider_drift_findings": _drift_findings,
+            "topsrider_drift_report": _report,
+            "topsrider_drift_markdown": to_markdown,
+            "topsrider_drift_junit": to_junit,
+            "topsrider_drift_prometheus": to_prometheus,
+            "topsrider_deploy_pending": _deploy_pending,
+        }, (DriftError,))

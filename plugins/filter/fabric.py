@@ -13,9 +13,7 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._drift import DriftE
 from ansible_collections.gcu.topsrider.plugins.module_utils._fabric import (
     FabricError, advance, build_report, job_for, max_rounds, plan, to_junit, to_markdown, to_prometheus,
 )
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded
-
-ERRORS = (DriftError, FabricError)
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
 
 
 def _job(state, node):
@@ -23,25 +21,15 @@ def _job(state, node):
     return job_for(state, node) or {}
 
 
-topsrider_fabric_plan = guarded(plan, ERRORS)
-topsrider_fabric_job = guarded(_job, ERRORS)
-topsrider_fabric_advance = guarded(advance, ERRORS)
-topsrider_fabric_max_rounds = guarded(max_rounds, ERRORS)
-topsrider_fabric_report = guarded(build_report, ERRORS)
-topsrider_fabric_markdown = guarded(to_markdown, ERRORS)
-topsrider_fabric_junit = guarded(to_junit, ERRORS)
-topsrider_fabric_prometheus = guarded(to_prometheus, ERRORS)
-
-
 class FilterModule(object):
     def filters(self):
-        return {
-            "topsrider_fabric_plan": topsrider_fabric_plan,
-            "topsrider_fabric_job": topsrider_fabric_job,
-            "topsrider_fabric_advance": topsrider_fabric_advance,
-            "topsrider_fabric_max_rounds": topsrider_fabric_max_rounds,
-            "topsrider_fabric_report": topsrider_fabric_report,
-            "topsrider_fabric_markdown": topsrider_fabric_markdown,
-            "topsrider_fabric_junit": topsrider_fabric_junit,
-            "topsrider_fabric_prometheus": topsrider_fabric_prometheus,
-        }
+        return guarded_filters({
+            "topsrider_fabric_plan": plan,
+            "topsrider_fabric_job": _job,
+            "topsrider_fabric_advance": advance,
+            "topsrider_fabric_max_rounds": max_rounds,
+            "topsrider_fabric_report": build_report,
+            "topsrider_fabric_markdown": to_markdown,
+            "topsrider_fabric_junit": to_junit,
+            "topsrider_fabric_prometheus": to_prometheus,
+        }, (DriftError, FabricError))

@@ -14,9 +14,7 @@ import json
 from ansible_collections.gcu.topsrider.plugins.module_utils._truth import (
     freeze_torch_gcu, restore_expected, snapshot_needs, state_differences, value_problems,
 )
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded
-
-ERRORS = (AttributeError,)
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
 
 
 def _restore_actual(state, freeze_lines, facts_path):
@@ -34,20 +32,13 @@ def _restore_actual(state, freeze_lines, facts_path):
     }
 
 
-# {label: value} | topsrider_value_problems('name'|'path'|'line') -> [problem, ...]
-topsrider_value_problems = guarded(value_problems, ERRORS)
-topsrider_restore_expected = guarded(restore_expected, ERRORS)
-topsrider_restore_actual = guarded(_restore_actual, ERRORS)
-topsrider_state_differences = guarded(state_differences, ERRORS)
-topsrider_snapshot_needs = guarded(snapshot_needs, ERRORS)
-
-
 class FilterModule(object):
     def filters(self):
-        return {
-            "topsrider_value_problems": topsrider_value_problems,
-            "topsrider_restore_expected": topsrider_restore_expected,
-            "topsrider_restore_actual": topsrider_restore_actual,
-            "topsrider_state_differences": topsrider_state_differences,
-            "topsrider_snapshot_needs": topsrider_snapshot_needs,
-        }
+        return guarded_filters({
+            # {label: value} | topsrider_value_problems('name'|'path'|'line') -> [problem, ...]
+            "topsrider_value_problems": value_problems,
+            "topsrider_restore_expected": restore_expected,
+            "topsrider_restore_actual": _restore_actual,
+            "topsrider_state_differences": state_differences,
+            "topsrider_snapshot_needs": snapshot_needs,
+        }, (AttributeError,))

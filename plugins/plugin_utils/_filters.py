@@ -2,7 +2,9 @@
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What every filter of the collection does around its pure function in
-plugins/module_utils: plain data in, AnsibleFilterError out (controller side)."""
+plugins/module_utils: plain data in, AnsibleFilterError out (controller side).
+A filter plugin is its adaptors and one table: FilterModule.filters() returns
+guarded_filters({name: function}, its own errors)."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -44,3 +46,8 @@ def guarded(func, errors=()):
         except caught as e:
             raise AnsibleFilterError("%s: %s" % (func.__name__, e))
     return the_filter
+
+
+def guarded_filters(table, errors=()):
+    """A filter plugin's filters(): {name: pure function} -> {name: guarded filter}."""
+    return dict((name, guarded(func, errors)) for name, func in table.items())

@@ -6,6 +6,8 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gcu.topsrider.plugins.filter import drift
 
+FILTERS = drift.FilterModule().filters()
+
 
 def test_filters_are_registered():
     assert sorted(drift.FilterModule().filters()) == [
@@ -14,21 +16,21 @@ def test_filters_are_registered():
 
 
 def test_report_pipeline():
-    findings = drift.topsrider_drift_findings(
+    findings = FILTERS["topsrider_drift_findings"](
         {"packages": {"tops-eccl": {"version": "2.5.140-1", "status": "installed", "held": True}}},
         "n1", {"manifest": {"files": [{"type": "deb", "package": "tops-eccl", "version": "2.5.136-1"}]}})
     assert [(f["category"], f["actual"]) for f in findings] == [("package", "2.5.140-1")]
-    report = drift.topsrider_drift_report({"n1": {"checked_at": 1.0, "error": None, "findings": findings}},
-                                          ["n1"], "run-1", {"version": "2.5.136"}, 0)
+    results = {"n1": {"checked_at": 1.0, "error": None, "findings": findings}}
+    report = FILTERS["topsrider_drift_report"](results, ["n1"], "run-1", {"version": "2.5.136"}, 0)
     assert report["status"] == "drift" and report["exit_code"] == 3
-    assert "tops-eccl version" in drift.topsrider_drift_markdown(report)
-    assert "<failure" in drift.topsrider_drift_junit(report)
-    assert 'topsrider_drift_findings{node="n1"} 1' in drift.topsrider_drift_prometheus(report)
+    assert "tops-eccl version" in FILTERS["topsrider_drift_markdown"](report)
+    assert "<failure" in FILTERS["topsrider_drift_junit"](report)
+    assert 'topsrider_drift_findings{node="n1"} 1' in FILTERS["topsrider_drift_prometheus"](report)
 
 
 @pytest.mark.parametrize("call", [
-    lambda: drift.topsrider_drift_report({}, ["n1"], "../evil"),
-    lambda: drift.topsrider_drift_findings("not a dict", "n1", {}),
+    lambda: FILTERS["topsrider_drift_report"]({}, ["n1"], "../evil"),
+    lambda: FILTERS["topsrider_drift_findings"]("not a dict", "n1", {}),
 ])
 def test_errors_are_filter_errors(call):
     with pytest.raises(AnsibleFilterError):
@@ -41,5 +43,6 @@ def test_deploy_pending_reads_the_files_of_the_state():
         "/etc/ansible/facts.d/topsrider.fact": {"exists": True, "content": '{"manifest_sha256": "mm"}'},
         "/c/2/a.deb": {"exists": True, "sha256": "aa", "mode": "0600", "owner": "root", "group": "root"},
         "/c/2/manifest.json": {"exists": True, "sha256": "mm", "mode": "0600", "owner": "root", "group": "root"}}}
-    assert drift.topsrider_deploy_pending([], state, manifest, "mm", "/c/2", "/etc/ansible/facts.d/topsrider.fact") == []
-    assert drift.topsrider_deploy_pending([], {}, manifest, "mm", "/c/2", "/f") != []
+    pending = FILTERS["topsrider_deploy_pending"]
+    assert pending([], state, manifest, "mm", "/c/2", "/etc/ansible/facts.d/topsrider.fact") == []
+    assert pending([], {}, manifest, "mm", "/c/2", "/f") != []

@@ -7,7 +7,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gcu.topsrider.plugins.filter import drift, fabric, truth
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded, plain
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded, guarded_filters, plain
 
 
 class Tagged(str):
@@ -77,14 +77,24 @@ def test_every_filter_of_the_three_plugins_is_guarded(module, names):
     filters = module.FilterModule().filters()
     assert sorted(filters) == names
     for name, func in filters.items():
-        assert getattr(module, name) is func and callable(getattr(func, "__wrapped__", None)), name
+        assert callable(getattr(func, "__wrapped__", None)), name
+
+
+def test_guarded_filters_guards_every_entry_with_the_errors():
+    filters = guarded_filters({"f": pure, "g": len}, (Oops,))
+    assert sorted(filters) == ["f", "g"] and filters["g"]((1, 2)) == 2
+    with pytest.raises(AnsibleFilterError, match="^pure: its own error"):
+        filters["f"]("oops")
+    with pytest.raises(AnsibleFilterError, match="^len: "):
+        filters["g"](3)
 
 
 def test_filter_specific_errors_and_adaptors():
     with pytest.raises(AnsibleFilterError, match="^plan: "):
-        fabric.topsrider_fabric_plan("not cards")
+        fabric.FilterModule().filters()["topsrider_fabric_plan"]("not cards")
+    restore_actual = truth.FilterModule().filters()["topsrider_restore_actual"]
     with pytest.raises(AnsibleFilterError, match="^_restore_actual: "):
-        truth.topsrider_restore_actual("not a state", [], "/f")     # AttributeError is truth's own
+        restore_actual("not a state", [], "/f")     # AttributeError is truth's own
     state = {"files": {"/f": {"exists": True, "content": '{"a": 1}'}, "/g": {"exists": False}}}
-    assert truth.topsrider_restore_actual(state, [], "/f") == {
+    assert restore_actual(state, [], "/f") == {
         "packages": {}, "files": {"/g": None}, "torch_gcu": {"version": None, "url": None}, "facts": {"a": 1}}
