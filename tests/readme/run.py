@@ -57,6 +57,7 @@ FLEET_ENV = {"SIM_NAME_PREFIX": "topsrider-readme", "SIM_SSH_BASE_PORT": "22600"
 # inventory name -> container (the fleet's nodes 1 and 2)
 NODES = {"t20-node-1": "topsrider-readme-1", "t20-node-3": "topsrider-readme-2"}
 RELEASE = "/srv/topsrider/2.5.140"
+INSTALLER = "/srv/topsrider/TopsRider_t2x_2.5.140_deb_amd64.run"  # the vendor's .run, as the README names it
 CONDA_ENV = "/opt/conda/envs/train"
 EARLIER_DEPLOY_ID = "20261122T035011Z"
 FACTS = "/etc/ansible/facts.d/topsrider.fact"
@@ -196,6 +197,15 @@ def prepare_world():
     shutil.copytree(source, RELEASE)
     with open(made, "w") as f:
         f.write(RELEASE + "\n")
+
+    # The vendor's installer beside it (the sample .run of the same release); never over someone else's file.
+    source_run = os.path.join(TOP, ".cache", "bundles", os.path.basename(INSTALLER))
+    if os.path.lexists(INSTALLER):
+        check(os.path.isfile(INSTALLER) and not os.path.islink(INSTALLER)
+              and filecmp.cmp(source_run, INSTALLER, shallow=False),
+              "%s exists and is not a copy of %s; move it away to run the README test" % (INSTALLER, source_run))
+    else:
+        shutil.copyfile(source_run, INSTALLER)
 
     # The drift example writes node_exporter's textfile collector file: the collector's directory exists.
     os.makedirs(TEXTFILE_DIR, exist_ok=True)
@@ -371,6 +381,24 @@ def plan(r):
     r.tasks("deb_bundle", "t20-node-1", {"deploy_id": "readme-test"})
     check(package_version("t20-node-1", "tops-eccl") == "2.5.136-1",
           "after the deb_bundle install and rollback, tops-eccl on t20-node-1", package_version("t20-node-1", "tops-eccl"))
+
+    # The vendor's .run as it ships: both nodes to 2.5.140, the manifest's origin names the installer;
+    # the same line again extracts nothing and changes nothing.
+    out = r.controller("deploy_run")
+    for node in NODES:
+        facts = node_facts(node)
+        check(facts["version"] == "2.5.140", "after the README deploy from the .run, %s's local facts" % node, facts)
+        check(package_version(node, "tops-eccl") == "2.5.140-1", "tops-eccl on %s after the .run deploy" % node)
+    cache = os.path.join(HOME, ".cache", "topsrider", "runs")
+    extracted = [d for d in os.listdir(cache) if os.path.isfile(os.path.join(cache, d, "manifest.json"))]
+    check(len(extracted) == 1, "one extracted release in the reader's cache", extracted)
+    with open(os.path.join(cache, extracted[0], "manifest.json")) as f:
+        origin = json.load(f)["origin"]
+    check(origin["file"] == os.path.basename(INSTALLER), "the manifest's origin", origin)
+    out = r.controller("deploy_run")
+    recap = [line for line in out.splitlines() if " : ok=" in line]
+    check(recap and all(" changed=0 " in line for line in recap), "the second deploy from the .run changed something",
+          "\n".join(recap))
 
 
 def main():

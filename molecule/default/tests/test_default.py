@@ -1,4 +1,5 @@
-"""Real state on the simulated node after deploy.yml (2.5.136)."""
+"""Real state on the simulated node after deploy.yml (2.5.136, from the vendor's .run)."""
+import glob
 import hashlib
 import json
 import os
@@ -6,7 +7,12 @@ import os
 import pytest
 
 TOP = os.environ["MOLECULE_PROJECT_DIRECTORY"]
-BUNDLE = os.path.join(TOP, ".cache", "bundles", "2.5.136")
+RUN = os.path.join(TOP, ".cache", "bundles", "TopsRider_t2x_2.5.136_deb_amd64.run")
+with open(RUN, "rb") as f:
+    RUN_SHA256 = hashlib.sha256(f.read()).hexdigest()
+# The controller's extraction cache (topsrider_bundle_cache): one directory, named by the .run's sha256.
+(BUNDLE,) = glob.glob(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "runs", "*", "manifest.json"))
+BUNDLE = os.path.dirname(BUNDLE)
 with open(os.path.join(BUNDLE, "manifest.json"), "rb") as f:
     RAW = f.read()
 MANIFEST = json.loads(RAW)
@@ -15,6 +21,18 @@ STAGED = "/var/cache/topsrider/" + MANIFEST["version"]
 DEBS = [e for e in MANIFEST["files"] if e["type"] == "deb"]
 WHEEL = [e for e in MANIFEST["files"] if e["type"] == "wheel" and e["python"] == "3.11"][0]
 TRAIN_PY = "/opt/venvs/train/bin/python"
+
+
+def test_the_release_came_from_the_run_extracted_once():
+    assert os.path.basename(BUNDLE) == RUN_SHA256
+    assert MANIFEST["version"] == "2.5.136"
+    assert MANIFEST["origin"]["file"] == os.path.basename(RUN)
+    assert MANIFEST["origin"]["sha256"] == RUN_SHA256
+    # The same debs and wheels as the sample release directory the .run was built from.
+    with open(os.path.join(TOP, ".cache", "bundles", "2.5.136", "manifest.json")) as f:
+        directory = json.load(f)
+    assert sorted((e["file"], e["sha256"]) for e in MANIFEST["files"]) == \
+        sorted((e["file"], e["sha256"]) for e in directory["files"])
 
 
 def test_node_is_the_simulator(host):
