@@ -46,5 +46,5 @@ def test_default_is_reports_in_the_real_working_directory(tmp_path, env_pwd):
 
 def test_topsrider_reports_dir_wins(tmp_path):
     cwd = tmp_path.resolve()
-    assert reports_dirs(cwd, None, ["-e", "topsrider_reports_dir=/srv/reports"]) == ["/srv/reports",
-                                                                                      "/srv/reports/launch"]
+    dirs = reports_dirs(cwd, None, ["-e", "topsrider_reports_dir=/srv/reports"])
+    assert dirs == ["/srv/reports", "/srv/reports/launch"]
