@@ -104,7 +104,7 @@ def set_payload(path, payload):
     """Replace the payload of the makeself archive at `path` with `payload` and
     rewrite filesizes, totalsize, MD5, SHA and CRCsum so that makeself's own
     checks pass: an archive only the later checks can refuse."""
-    header, _ = _split(path)
+    header = _split(path)[0]
     fields = {b"filesizes": str(len(payload)).encode(), b"totalsize": str(len(payload)).encode(),
               b"MD5": hashlib.md5(payload).hexdigest().encode(),
               b"SHA": hashlib.sha256(payload).hexdigest().encode(), b"CRCsum": b"0000000000"}
