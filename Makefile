@@ -51,7 +51,7 @@ collection-link:
 setup: venv docker sim-image bundles collection-link
 
 # ---- tests ------------------------------------------------------------------
-test: setup lint changelog-lint sanity units molecule readme-test perf-check
+test: setup lint changelog-lint docs-lint sanity units molecule readme-test perf-check
 	@echo "make test: all passed"
 
 lint: venv collection-link
@@ -68,6 +68,12 @@ changelog-lint: venv
 	@tmp=$$(mktemp) && antsibull-changelog generate --output "$$tmp" >/dev/null \
 	  && diff -u CHANGELOG.md "$$tmp" && rm -f "$$tmp" \
 	  || { echo "CHANGELOG.md differs from what changelogs/changelog.yaml generates: run antsibull-changelog generate"; exit 1; }
+
+# Every plugin documented (filters sharing a .py file have a .yml sidecar
+# each), its markup and its M()/P()/O() references valid.
+.PHONY: docs-lint
+docs-lint: venv collection-link
+	antsibull-docs lint-collection-docs --plugin-docs .
 
 units: venv collection-link
 	$(VENV)/bin/python -m pytest -q tests/unit

@@ -21,7 +21,7 @@ description:
     Values must be strings or numbers (not booleans, null, dicts or lists) made only of letters, digits and
     C(_ . , : / = + @ % -). Spaces, quotes, C($), backticks, C(;), C(|), C(&), newlines (a trailing one
     included) and NUL are refused.
-  - The same rule as the roles M(gcu.topsrider.eccl_env) and C(gcu.topsrider.dist_launch) and the module
+  - The same rule as the roles C(gcu.topsrider.eccl_env) and C(gcu.topsrider.dist_launch) and the module
     M(gcu.topsrider.eccl_probe) apply; the code is C(plugins/module_utils/_envcheck.py).
 positional: sources
 options:
