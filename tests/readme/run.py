@@ -14,7 +14,9 @@ from a work directory that looks like the project root to it
 scripts, .venv and collections, the fleet's inventory as inventory.yml), and
 nothing is added to it: no -e, no -i. The reader's HOME holds the nodes' host
 keys in ~/.ssh/known_hosts, as an operator's does before the first run
-(ssh-keyscan of the fleet's SSH ports here).
+(ssh-keyscan of the fleet's SSH ports here); since ssh reads ~/.ssh from the
+passwd home and not $HOME, ANSIBLE_SSH_COMMON_ARGS names that file (host keys
+are still checked), and this machine's own /root/.ssh is left alone.
 
 The world the examples assume, and only that, is prepared here: a simulated
 fleet of two nodes of 8 cards in group t20 named t20-node-1 and t20-node-3
@@ -82,6 +84,9 @@ def clean_env():
     env["VIRTUAL_ENV"] = os.path.join(TOP, ".venv")
     env["ANSIBLE_NOCOLOR"] = "1"
     env["HOME"] = HOME
+    # ssh reads ~/.ssh from the passwd entry's home, not $HOME: point it at the reader's
+    # known_hosts (host keys are still checked: StrictHostKeyChecking stays ssh's default).
+    env["ANSIBLE_SSH_COMMON_ARGS"] = "-o UserKnownHostsFile=%s" % os.path.join(HOME, ".ssh", "known_hosts")
     return env
 
 
