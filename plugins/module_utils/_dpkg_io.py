@@ -55,6 +55,16 @@ def release_dpkg_lock(fd):
         os.close(fd)
 
 
+def dpkg_lock_busy(frontend=LOCK_FRONTEND, database=LOCK_DB):
+    """The one lock reader's answer without waiting: None when both dpkg locks
+    are free (taken and given back at once, as apt would take them), else the
+    path of the lock another process holds. topsrider_state reports it so that
+    a deploy's preflight refuses while apt or dpkg runs, before anything changes."""
+    fd, busy = acquire_dpkg_lock(0, frontend, database)
+    release_dpkg_lock(fd)
+    return busy
+
+
 def _wait_lock(fd, deadline, sleep, clock, keep):
     while True:
         try:

@@ -153,6 +153,20 @@ def file_state(path, max_bytes=MAX_CONTENT_BYTES):
     return info
 
 
+def space_state(path):
+    """The bytes available under `path` (df's Available column), read on the
+    file system of `path` or, when it does not exist yet, of its nearest
+    existing parent (`checked`)."""
+    where = os.path.abspath(path)
+    while not os.path.isdir(where) and where != os.path.dirname(where):
+        where = os.path.dirname(where)
+    try:
+        st = os.statvfs(where)
+    except OSError as e:
+        return {"path": path, "checked": where, "free": None, "error": "cannot read %s: %s" % (where, e)}
+    return {"path": path, "checked": where, "free": st.f_bavail * st.f_frsize, "error": None}
+
+
 def _name(lookup, ident):
     try:
         return lookup(ident)[0]

@@ -60,6 +60,17 @@ options:
     description:
       - Path of efsmi; by default looked up in C(PATH), C(/usr/sbin) and C(/usr/local/bin).
     type: path
+  dpkg_lock:
+    description:
+      - Read whether another process (apt, dpkg, unattended-upgrades) holds the dpkg locks now,
+        with the same reader C(gcu.topsrider.deb_bundle) takes them with (never waits).
+    type: bool
+    default: false
+  space:
+    description:
+      - A directory whose file system's free space is read (its nearest existing parent when it
+        does not exist yet), e.g. the bundle cache root before the first deploy.
+    type: path
 extends_documentation_fragment:
   - gcu.topsrider.attributes
   - gcu.topsrider.attributes.read_only
@@ -127,21 +138,32 @@ state:
     devices:
       description: >-
         C(count) and C(cards) (index, bus_id, serial, health) the driver sees, C(source) (query or summary),
-        C(pci_count) (Enflame PCI functions, null when unreadable), or C(error) when efsmi failed.
+        C(pci_count) (Enflame PCI functions, null when unreadable), or C(error) when efsmi failed or
+        hung (killed after 60 seconds, the error says so).
       type: dict
       sample: {"count": 8, "source": "query", "pci_count": 8, "error": null,
                "cards": [{"index": 0, "bus_id": "0000:3d:00.0", "serial": "W28001150301", "health": true}]}
+    dpkg_lock:
+      description: C(busy) (the path of the lock another process holds, null when both are free) or C(error).
+      type: dict
+      sample: {"busy": null, "error": null}
+    space:
+      description: C(path) as asked, C(checked) (the existing directory read), C(free) bytes available, or C(error).
+      type: dict
+      sample: {"path": "/var/cache/topsrider", "checked": "/var/cache", "free": 52428800000, "error": null}
 """
 
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg import QUERY_FORMAT
+from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg_io import dpkg_lock_busy
 from ansible_collections.gcu.topsrider.plugins.module_utils._node import (
     C_LOCALE, EFSMI_DIRS, PCI_ROOT, parse_ldconfig_cache, query_then_summary, read_pci,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._state import (
     PYTHON_PROBE, StateError, file_state, library_state, owned_files, packages_state, parse_python_probe,
+    space_state,
 )
 
 
@@ -212,13 +234,21 @@ def read_devices(module, efsmi_path):
     parsed, source, q, s = query_then_summary(module, efsmi)
     if parsed is None:
         result["error"] = "; ".join(
-            "`%s` rc=%d: %s" % (r["cmd"], r["rc"], (r["stderr"] or r["stdout"] or "").strip()[:300]) if r["rc"] != 0
-            else "`%s`: %s" % (r["cmd"], r["error"][:300]) for r in (q, s))
+            r["error"] if r["timed_out"]
+            else "`%s` rc=%d: %s" % (r["cmd"], r["rc"], (r["stderr"] or r["stdout"] or "").strip()[:300])
+            if r["rc"] != 0 else "`%s`: %s" % (r["cmd"], r["error"][:300]) for r in (q, s) if r is not None)
         return result
     cards = sorted(parsed["cards"], key=lambda c: c["index"])
     result.update(count=len(cards), source=source,
                   cards=[dict((k, c.get(k)) for k in ("index", "bus_id", "serial", "health")) for c in cards])
     return result
+
+
+def read_dpkg_lock():
+    try:
+        return {"busy": dpkg_lock_busy(), "error": None}
+    except (IOError, OSError) as e:
+        return {"busy": None, "error": "cannot read the dpkg locks: %s" % e}
 
 
 def main():
@@ -231,6 +261,8 @@ def main():
             library_package=dict(type="str"),
             devices=dict(type="bool", default=False),
             efsmi_path=dict(type="path"),
+            dpkg_lock=dict(type="bool", default=False),
+            space=dict(type="path"),
         ),
         required_by={"library_package": "library"},
         supports_check_mode=True,
@@ -248,6 +280,8 @@ def main():
         "python": read_python(module, p["python"]) if p["python"] else None,
         "library": read_library(module, p["library"], p["library_package"]) if p["library"] else None,
         "devices": read_devices(module, p["efsmi_path"]) if p["devices"] else None,
+        "dpkg_lock": read_dpkg_lock() if p["dpkg_lock"] else None,
+        "space": space_state(p["space"]) if p["space"] else None,
     }
     module.exit_json(changed=False, state=state)
 

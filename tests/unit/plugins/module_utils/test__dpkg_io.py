@@ -95,3 +95,17 @@ def test_deb_candidates_best_first_once_and_existing(tmp_path):
                                   recorded={"path": str(tmp_path / "gone.deb"), "sha256": "aa"}, indexed=None)
     assert got == [(cached, None)]
     assert _dpkg_io.deb_candidates([], "tops-sdk", "2.5.136-1", "amd64") == []
+
+
+def test_lock_busy_answers_without_waiting(locks):
+    assert _dpkg_io.dpkg_lock_busy(*locks) is None
+    # Free again afterwards: the reader gave both back.
+    assert _dpkg_io.dpkg_lock_busy(*locks) is None
+    for held in locks:
+        p = hold(held)
+        try:
+            assert _dpkg_io.dpkg_lock_busy(*locks) == held
+        finally:
+            p.stdin.close()
+            p.wait()
+    assert _dpkg_io.dpkg_lock_busy(*locks) is None

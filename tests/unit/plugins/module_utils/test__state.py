@@ -146,3 +146,13 @@ def test_file_state_symlink_is_not_followed(tmp_path):
     os.symlink(str(tmp_path / "target"), str(tmp_path / "link"))
     got = _state.file_state(str(tmp_path / "link"))
     assert got["type"] == "link" and got["sha256"] is None
+
+
+def test_space_state_reads_the_nearest_existing_parent(tmp_path):
+    missing = str(tmp_path / "cache" / "topsrider")
+    st = os.statvfs(str(tmp_path))
+    got = _state.space_state(missing)
+    assert got["path"] == missing and got["checked"] == str(tmp_path) and got["error"] is None
+    assert isinstance(got["free"], int) and got["free"] <= st.f_blocks * st.f_frsize
+    os.makedirs(missing)
+    assert _state.space_state(missing)["checked"] == missing

@@ -94,7 +94,21 @@ def test_everything_in_one_pass(run, tmp_path):
 def test_nothing_asked_runs_nothing(run):
     result, calls = run({}, {})
     assert calls == [] and result["state"] == {"packages": {}, "files": {}, "python": None, "library": None,
-                                               "devices": None}
+                                               "devices": None, "dpkg_lock": None, "space": None}
+
+
+def test_preflight_parts_dpkg_lock_and_space(run, monkeypatch, tmp_path):
+    monkeypatch.setattr(topsrider_state, "dpkg_lock_busy", lambda: "/var/lib/dpkg/lock-frontend")
+    result, calls = run({"dpkg_lock": True, "space": str(tmp_path / "cache" / "topsrider")}, {})
+    assert calls == [] and result["changed"] is False
+    assert result["state"]["dpkg_lock"] == {"busy": "/var/lib/dpkg/lock-frontend", "error": None}
+    assert result["state"]["space"]["checked"] == str(tmp_path) and result["state"]["space"]["free"] > 0
+
+    def denied():
+        raise OSError(13, "Permission denied")
+    monkeypatch.setattr(topsrider_state, "dpkg_lock_busy", denied)
+    result, calls = run({"dpkg_lock": True}, {})
+    assert result["state"]["dpkg_lock"]["busy"] is None and "Permission denied" in result["state"]["dpkg_lock"]["error"]
 
 
 def test_unreadable_parts_are_data_not_failures(run, tmp_path):
