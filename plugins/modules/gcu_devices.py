@@ -88,6 +88,12 @@ options:
       - A card whose utilization is C(N/A) counts as not busy. NVIDIA GPUs in MIG mode report no
         utilization, so they always fail this check; the message says so.
     type: float
+  timeout:
+    description:
+      - Seconds each run of efsmi or C(nvidia-smi) may take. A run that takes longer (a wedged driver
+        blocks them forever) is killed and the module fails, naming the tool, the command and the timeout.
+    type: int
+    default: 60
 extends_documentation_fragment:
   - gcu.topsrider.attributes
   - gcu.topsrider.attributes.read_only
@@ -311,7 +317,7 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gcu.topsrider.plugins.module_utils._efsmi import check_expectations
 from ansible_collections.gcu.topsrider.plugins.module_utils._node import (
-    C_LOCALE, EFSMI_DIRS, PCI_ROOT, query_then_summary, read_efsmi, read_pci,
+    EFSMI_DIRS, PCI_ROOT, query_then_summary, read_efsmi, read_pci, run_c, timeout_message,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._nvsmi import (
     COMPUTE_APPS_FIELDS, QUERY_GPU_FIELDS, NvsmiParseError, attach_processes, parse_compute_apps, parse_query_gpu,
@@ -364,6 +370,12 @@ def read_driver_version(path=None):
         return None
 
 
+def fail_timeout(module, r, hint):
+    """Fail on a tool run that was killed at its timeout."""
+    module.fail_json(msg="%s. %s" % (timeout_message(r), hint), cmd=r["cmd"], rc=r["rc"], stdout=r["stdout"],
+                     stderr=r["stderr"], timeout=r["timeout"], problems=[])
+
+
 def fail_rc(module, r, also=None):
     """Fail on an efsmi run that exited non-zero, with the driver hint."""
     msg = "`%s` failed (rc=%d): %s. %s" % (r["cmd"], r["rc"], (r["stderr"] or r["stdout"] or "").strip()
@@ -373,11 +385,13 @@ def fail_rc(module, r, also=None):
     module.fail_json(msg=msg, cmd=r["cmd"], rc=r["rc"], stdout=r["stdout"], stderr=r["stderr"], problems=[])
 
 
-def collect(module, efsmi, source):
+def collect(module, efsmi, source, timeout):
     """Run efsmi as source says; returns (parsed, used source, warnings) or fails."""
     warnings = []
     if source in ("query", "summary"):
-        r = read_efsmi(module, efsmi, source)
+        r = read_efsmi(module, efsmi, source, timeout)
+        if r["timed_out"]:
+            fail_timeout(module, r, driver_hint())
         if r["rc"] != 0:
             fail_rc(module, r)
         if r["error"] is not None:
@@ -385,9 +399,12 @@ def collect(module, efsmi, source):
                              stderr=r["stderr"], problems=[])
         return r["parsed"], source, warnings
     # auto: -q first (with the summary table merged in, best effort), the summary table as fall-back
-    parsed, used, q, s = query_then_summary(module, efsmi, merge=True)
+    parsed, used, q, s = query_then_summary(module, efsmi, merge=True, timeout=timeout)
     if used == "query":
         return parsed, used, warnings
+    for r in (q, s):
+        if r is not None and r["timed_out"]:
+            fail_timeout(module, r, driver_hint())
     q_error = q["error"]
     if s["rc"] != 0:
         fail_rc(module, s, also="`%s` before it: rc=%d, %s" % (
@@ -402,12 +419,15 @@ def collect(module, efsmi, source):
     return parsed, "summary", warnings
 
 
-def collect_nvidia(module, nvidia_smi):
+def collect_nvidia(module, nvidia_smi, timeout):
     """Run the two nvidia-smi queries; returns (parsed, warnings) or fails."""
     warnings = []
     argv = [nvidia_smi, "--query-gpu=" + ",".join(QUERY_GPU_FIELDS), "--format=csv,noheader,nounits"]
     cmd = " ".join(argv)
-    rc, out, err = module.run_command(argv, environ_update=C_LOCALE)
+    r = run_c(module, argv, timeout=timeout)
+    if r["timed_out"]:
+        fail_timeout(module, r, nvidia_driver_hint())
+    rc, out, err = r["rc"], r["stdout"], r["stderr"]
     if rc != 0:
         detail = (err or out or "").strip() or "no output"
         module.fail_json(msg="`%s` failed (rc=%d): %s. %s" % (cmd, rc, detail, nvidia_driver_hint()),
@@ -419,7 +439,10 @@ def collect_nvidia(module, nvidia_smi):
     # Which process runs on which GPU. Best effort: without it the cards are still
     # known, so a failure here warns and leaves processes null.
     apps_argv = [nvidia_smi, "--query-compute-apps=" + ",".join(COMPUTE_APPS_FIELDS), "--format=csv,noheader,nounits"]
-    arc, aout, aerr = module.run_command(apps_argv, environ_update=C_LOCALE)
+    a = run_c(module, apps_argv, timeout=timeout)
+    if a["timed_out"]:
+        fail_timeout(module, a, nvidia_driver_hint())
+    arc, aout, aerr = a["rc"], a["stdout"], a["stderr"]
     apps = None
     if arc != 0:
         warnings.append("`%s` failed (rc=%d): %s; processes per GPU are unknown (null)" % (
@@ -486,6 +509,7 @@ def main():
             require_healthy=dict(type="bool", default=False),
             max_temperature=dict(type="int"),
             min_utilization=dict(type="float"),
+            timeout=dict(type="int", default=60),
         ),
         mutually_exclusive=[("efsmi_path", "nvidia_smi_path")],
         supports_check_mode=True,
@@ -493,6 +517,8 @@ def main():
     p = module.params
     if p["expected_count"] is not None and p["expected_count"] < 0:
         module.fail_json(msg="expected_count must be 0 or more, got %d" % p["expected_count"], problems=[])
+    if p["timeout"] < 1:
+        module.fail_json(msg="timeout must be 1 second or more, got %d" % p["timeout"], problems=[])
     if p["min_utilization"] is not None and not 0 <= p["min_utilization"] < 100:
         module.fail_json(msg="min_utilization is a percentage in [0, 100), got %s" % p["min_utilization"],
                          problems=[])
@@ -505,11 +531,11 @@ def main():
         if p["source"] != "auto":
             module.fail_json(msg="source=%s reads efsmi output; this node is read with nvidia-smi (vendor=%s), "
                                  "leave source unset" % (p["source"], p["vendor"]), problems=[])
-        parsed, warnings = collect_nvidia(module, tool)
+        parsed, warnings = collect_nvidia(module, tool, p["timeout"])
         used = "query-gpu"
         driver_version = parsed.get("driver_version") or read_driver_version(NV_DRIVER_VERSION_FILE)
     else:
-        parsed, used, warnings = collect(module, tool, p["source"])
+        parsed, used, warnings = collect(module, tool, p["source"], p["timeout"])
         driver_version = read_driver_version() or parsed.get("driver_version")
     cards = sorted(parsed["cards"], key=lambda c: c["index"])
     pci = read_pci(PCI_ROOT, vendor)
