@@ -1,0 +1,367 @@
+#!/usr/bin/python3
+# topsrider-slurm-gate: the gcu.topsrider node health gate for Slurm
+# (installed by the role gcu.topsrider.slurm_node; docs/slurm.md).
+#
+# Runs as the node's Prolog (a job is about to start) and, when configured,
+# as its HealthCheckProgram (every HealthCheckInterval seconds, on drained
+# nodes too). Checks, within a deadline (default 10 s):
+#   the accelerator driver is loaded, the expected card count is seen, every
+#   card is healthy (efsmi -q / nvidia-smi, each with a timeout), the deployed
+#   release is the expected one (the local facts the deploy writes), the
+#   environment file is present.
+# On a problem it drains the node with a reason that starts with
+# "topsrider:" and names the problem, and (as a prolog) exits 1 so that Slurm
+# requeues the batch job instead of running it here. A node drained by this
+# gate (reason "topsrider: ...") is resumed by the next passing check; a node
+# drained for any other reason is never touched. It never drains more than
+# max_drain_share of the cluster's nodes (counting the nodes it drained): past
+# that it only logs and lets the job run. A gate that runs out of time drains
+# with a reason that names the gate timeout, not the cards.
+#
+#   topsrider-slurm-gate [--config FILE] [--mode prolog|health|check] [--node NAME]
+#   check: run the checks and print the verdict; never drains or resumes.
+#   config: only validate the configuration file.
+# Exit: 0 pass (or nothing done), 1 node not fit (prolog: job requeued),
+# 2 bad configuration or usage.
+# Runs on the node's /usr/bin/python3 (3.8 or later); standard library only.
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+REASON_PREFIX = "topsrider:"
+DEFAULT_CONFIG = "/etc/topsrider/slurm-gate.json"
+DEFAULTS = {
+    "vendor": "enflame",
+    "expected_cards": None,
+    "release": None,
+    "facts_file": "/etc/ansible/facts.d/topsrider.fact",
+    "env_file": "/etc/profile.d/topsrider.sh",
+    "deadline_s": 10.0,
+    "command_timeout_s": 5.0,
+    "max_drain_share": 0.25,
+    "efsmi": "/usr/sbin/efsmi",
+    "nvidia_smi": "/usr/bin/nvidia-smi",
+    "scontrol": "/usr/bin/scontrol",
+    "sinfo": "/usr/bin/sinfo",
+    "node_name": None,
+    "log_file": "/var/log/topsrider-slurm-gate.log",
+    # false: as HealthCheckProgram the gate only resumes the nodes it drained
+    # (drains are left to the prolog, when a job is about to land).
+    "health_drains": True,
+}
+# Node states (sinfo %T, lower case) that count as drained or being drained.
+DRAIN_STATES = ("drain", "drained", "draining")
+
+
+class GateTimeout(Exception):
+    """The gate itself ran out of time (its deadline or a command's timeout)."""
+
+
+class ConfigError(Exception):
+    pass
+
+
+class Clock(object):
+    """The gate's deadline; every command gets at most what is left of it."""
+
+    def __init__(self, deadline_s, now=time.monotonic):
+        self.now = now
+        self.deadline_s = float(deadline_s)
+        self.end = now() + self.deadline_s
+
+    def left(self):
+        return self.end - self.now()
+
+
+def load_config(path):
+    cfg = dict(DEFAULTS)
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (IOError, OSError, ValueError) as e:
+        raise ConfigError("cannot read %s: %s" % (path, e))
+    if not isinstance(data, dict):
+        raise ConfigError("%s: not a JSON object" % path)
+    unknown = sorted(set(data) - set(DEFAULTS))
+    if unknown:
+        raise ConfigError("%s: unknown keys %s" % (path, ", ".join(unknown)))
+    cfg.update(data)
+    if cfg["vendor"] not in ("enflame", "nvidia"):
+        raise ConfigError("vendor must be enflame or nvidia, got %r" % (cfg["vendor"],))
+    if not isinstance(cfg["expected_cards"], int) or cfg["expected_cards"] < 1:
+        raise ConfigError("expected_cards must be a whole number >= 1, got %r" % (cfg["expected_cards"],))
+    share = cfg["max_drain_share"]
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+        raise ConfigError("max_drain_share must be a number from 0 to 1, got %r" % (share,))
+    if not isinstance(cfg["health_drains"], bool):
+        raise ConfigError("health_drains must be true or false, got %r" % (cfg["health_drains"],))
+    for key in ("deadline_s", "command_timeout_s"):
+        v = cfg[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+            raise ConfigError("%s must be a positive number, got %r" % (key, v))
+    return cfg
+
+
+def run_command(argv, clock, timeout_s, runner=subprocess.run):
+    """(rc, stdout, stderr) of argv; GateTimeout when it takes too long."""
+    limit = min(float(timeout_s), clock.left())
+    if limit <= 0:
+        raise GateTimeout("gate timed out after %gs before %s" % (clock.deadline_s, os.path.basename(argv[0])))
+    try:
+        p = runner(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                   universal_newlines=True, timeout=limit)
+    except subprocess.TimeoutExpired:
+        raise GateTimeout("gate timed out: %s gave no answer in %gs" % (os.path.basename(argv[0]), limit))
+    except OSError as e:
+        return 127, "", str(e)
+    return p.returncode, p.stdout, p.stderr
+
+
+def first_line(text):
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if line:
+            return line[:120]
+    return ""
+
+
+def parse_efsmi_query(text):
+    """{index: healthy} from `efsmi -q` (blocks 'DEV ID N' ... 'Health : True')."""
+    cards = {}
+    current = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("DEV ID"):
+            try:
+                current = int(line.split()[2])
+            except (IndexError, ValueError):
+                current = None
+                continue
+            cards[current] = None
+        elif current is not None and ":" in line:
+            key, _, value = line.partition(":")
+            if key.strip().lower() == "health":
+                cards[current] = value.strip().lower() == "true"
+    return cards
+
+
+def parse_nvidia_query(text):
+    """{index: healthy} from nvidia-smi --query-gpu=index,ecc.errors.uncorrected.volatile.total."""
+    cards = {}
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != 2 or not parts[0].isdigit():
+            continue
+        errors = parts[1]
+        cards[int(parts[0])] = not (errors.isdigit() and int(errors) > 0)
+    return cards
+
+
+def check_cards(cfg, clock, runner=subprocess.run):
+    """Problems of the driver and the cards (a list of short texts)."""
+    t = cfg["command_timeout_s"]
+    if cfg["vendor"] == "enflame":
+        tool = cfg["efsmi"]
+        rc, out, err = run_command([tool, "-q"], clock, t, runner)
+        if rc == 127:
+            return ["driver not loaded: %s not found" % tool]
+        if rc != 0:
+            why = first_line(err) or first_line(out)
+            return ["driver not loaded: efsmi -q failed (rc=%d%s)" % (rc, ": " + why if why else "")]
+        cards = parse_efsmi_query(out)
+        name = "gcu"
+    else:
+        tool = cfg["nvidia_smi"]
+        rc, out, err = run_command([tool, "--query-gpu=index,ecc.errors.uncorrected.volatile.total",
+                                    "--format=csv,noheader,nounits"], clock, t, runner)
+        if rc == 127:
+            return ["driver not loaded: %s not found" % tool]
+        if rc != 0:
+            why = first_line(err) or first_line(out)
+            return ["driver not loaded: nvidia-smi failed (rc=%d%s)" % (rc, ": " + why if why else "")]
+        cards = parse_nvidia_query(out)
+        name = "gpu"
+    problems = []
+    if len(cards) != cfg["expected_cards"]:
+        problems.append("%d of %d cards seen" % (len(cards), cfg["expected_cards"]))
+    bad = sorted(i for i, ok in cards.items() if ok is not True)
+    if bad:
+        problems.append("%s%s unhealthy" % ("card " if len(bad) == 1 else "cards ",
+                                             ",".join("%s%d" % (name, i) for i in bad)))
+    return problems
+
+
+def check_release(cfg):
+    path = cfg["facts_file"]
+    try:
+        with open(path) as f:
+            facts = json.load(f)
+    except (IOError, OSError):
+        return ["stack not deployed: %s missing" % path]
+    except ValueError:
+        return ["stack facts unreadable: %s" % path]
+    version = facts.get("version") if isinstance(facts, dict) else None
+    if cfg["release"] and version != cfg["release"]:
+        return ["stack at %s, expected %s" % (version, cfg["release"])]
+    if not version:
+        return ["stack facts without a version: %s" % path]
+    return []
+
+
+def check_env_file(cfg):
+    path = cfg["env_file"]
+    if path and not os.path.isfile(path):
+        return ["environment file %s missing" % path]
+    return []
+
+
+def run_checks(cfg, clock, runner=subprocess.run):
+    """All problems, cheapest checks first; GateTimeout when out of time."""
+    problems = check_release(cfg) + check_env_file(cfg)
+    problems += check_cards(cfg, clock, runner)
+    if clock.left() <= 0:
+        raise GateTimeout("gate timed out after %gs" % clock.deadline_s)
+    return problems
+
+
+def parse_sinfo(text):
+    """[(node, state, reason)] from sinfo -h -N -o '%N|%T|%E'."""
+    nodes = {}
+    for line in text.splitlines():
+        parts = line.split("|", 2)
+        if len(parts) != 3 or not parts[0]:
+            continue
+        nodes[parts[0]] = (parts[1].strip().lower().rstrip("*~#!%$@^-"), parts[2].strip())
+    return [(n, s, r) for n, (s, r) in sorted(nodes.items())]
+
+
+def is_drained(state):
+    return any(state.startswith(s) or ("+" + s) in state for s in DRAIN_STATES)
+
+
+def ours(reason):
+    return reason.startswith(REASON_PREFIX)
+
+
+def decide(node, problems, timed_out, nodes, max_share):
+    """What the gate does: (action, reason, message).
+
+    action: 'pass' (nothing), 'resume', 'drain', 'hold' (not fit, already
+    drained: no change), 'capped' (not fit, but draining would pass the share).
+    """
+    me = [x for x in nodes if x[0] == node]
+    state, reason = (me[0][1], me[0][2]) if me else ("unknown", "")
+    if not problems and not timed_out:
+        if is_drained(state) and ours(reason):
+            return "resume", None, "checks passed: resuming %s (was drained: %s)" % (node, reason)
+        return "pass", None, "checks passed"
+    text = "; ".join(problems)
+    new_reason = "%s %s" % (REASON_PREFIX, text)
+    if len(new_reason) > 240:
+        new_reason = new_reason[:237] + "..."
+    if is_drained(state):
+        # Drained already (by us or by someone else): nothing to change; a
+        # reason set by someone else is never overwritten.
+        return "hold", None, "not fit (%s); %s already drained: %s" % (text, node, reason or "no reason")
+    total = len(nodes)
+    others = sum(1 for n, s, r in nodes if n != node and is_drained(s) and ours(r))
+    allowed = int(total * max_share + 1e-9)
+    if others + 1 > allowed:
+        return "capped", None, (
+            "not fit (%s), NOT drained: %d of %d nodes are drained by the gate already and "
+            "max_drain_share %g allows %d" % (text, others, total, max_share, allowed))
+    return "drain", new_reason, "not fit: draining %s: %s" % (node, new_reason)
+
+
+def node_name(cfg, args, environ):
+    return args.node or environ.get("SLURMD_NODENAME") or cfg["node_name"]
+
+
+def log(cfg, message, stream=sys.stderr):
+    line = "%s topsrider-slurm-gate: %s" % (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), message)
+    stream.write(line + "\n")
+    path = cfg.get("log_file")
+    if path:
+        try:
+            with open(path, "a") as f:
+                f.write(line + "\n")
+        except (IOError, OSError):
+            pass
+
+
+def main(argv=None, environ=None, runner=subprocess.run, now=time.monotonic, out=sys.stderr):
+    environ = os.environ if environ is None else environ
+    ap = argparse.ArgumentParser(prog="topsrider-slurm-gate")
+    ap.add_argument("--config", default=environ.get("TOPSRIDER_GATE_CONFIG", DEFAULT_CONFIG))
+    ap.add_argument("--mode", choices=("prolog", "health", "check", "config"))
+    ap.add_argument("--node")
+    args = ap.parse_args(argv)
+    try:
+        cfg = load_config(args.config)
+    except ConfigError as e:
+        out.write("topsrider-slurm-gate: bad configuration: %s\n" % e)
+        return 2
+    if args.mode == "config":
+        return 0
+    mode = args.mode or ("prolog" if environ.get("SLURM_JOB_ID") else "health")
+    node = node_name(cfg, args, environ)
+    if not node:
+        out.write("topsrider-slurm-gate: no node name (SLURMD_NODENAME, --node or node_name)\n")
+        return 2
+    clock = Clock(cfg["deadline_s"], now)
+    timed_out = None
+    try:
+        problems = run_checks(cfg, clock, runner)
+    except GateTimeout as e:
+        timed_out = str(e)
+        problems = [timed_out]
+    if mode == "check":
+        out.write("%s: %s\n" % (node, "; ".join(problems) if problems else "fit"))
+        return 1 if problems else 0
+    # The cluster's view: this node's state and reason, how many are drained.
+    # The query gets its own short timeout past the deadline, so that a gate
+    # that timed out can still report itself.
+    sclock = Clock(max(clock.left(), 0) + cfg["command_timeout_s"], now)
+    try:
+        rc, text, err = run_command([cfg["sinfo"], "-h", "-N", "-o", "%N|%T|%E"], sclock,
+                                    cfg["command_timeout_s"], runner)
+    except GateTimeout as e:
+        rc, text, err = 1, "", str(e)
+    if rc != 0:
+        log(cfg, "%s: cannot read the cluster (sinfo: %s); changing nothing%s" % (
+            node, first_line(err) or "rc=%d" % rc, "; not fit: " + "; ".join(problems) if problems else ""), out)
+        # Not fit and the share unknown: a prolog still refuses the job
+        # (Slurm then drains the node itself with "Prolog error").
+        return 1 if problems and mode == "prolog" else 0
+    nodes = parse_sinfo(text)
+    action, reason, message = decide(node, problems, timed_out, nodes, cfg["max_drain_share"])
+    if action == "drain" and mode == "health" and not cfg["health_drains"]:
+        action, message = "report", "not fit (%s); not drained by the health check (health_drains is false)" % (
+            "; ".join(problems))
+    log(cfg, "%s [%s]: %s" % (node, mode, message), out)
+    if action == "resume":
+        rc, _, err = run_command([cfg["scontrol"], "update", "nodename=" + node, "state=resume"],
+                                 sclock, cfg["command_timeout_s"], runner)
+        if rc != 0:
+            log(cfg, "%s: scontrol resume failed: %s" % (node, first_line(err)), out)
+        return 0
+    if action == "drain":
+        rc, _, err = run_command([cfg["scontrol"], "update", "nodename=" + node, "state=drain",
+                                  "reason=" + reason], sclock, cfg["command_timeout_s"], runner)
+        if rc != 0:
+            log(cfg, "%s: scontrol drain failed: %s" % (node, first_line(err)), out)
+        return 1
+    if action in ("hold", "report"):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except GateTimeout as e:  # pragma: no cover - every command path catches it
+        sys.stderr.write("topsrider-slurm-gate: %s\n" % e)
+        sys.exit(1)

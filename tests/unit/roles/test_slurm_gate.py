@@ -1,0 +1,289 @@
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""topsrider-slurm-gate (role slurm_node's health gate): the checks, the drain
+and resume decisions (only its own drains are resumed, never more than the
+configured share of the cluster drained), the gate's own timeout, and that it
+runs on the node Python floor."""
+import importlib.util
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from test_node_python_floor import FLOOR, BIN, find_python
+
+PATH = os.path.join(os.path.dirname(__file__), "..", "..", "..", "roles", "slurm_node", "files",
+                    "topsrider_slurm_gate.py")
+SPEC = importlib.util.spec_from_file_location("topsrider_slurm_gate", PATH)
+gate = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(gate)
+
+
+def efsmi_q(cards=8, bad=()):
+    blocks = []
+    for i in range(cards):
+        blocks.append("DEV ID %d\n    Device Info\n        Dev Name                : T20\n"
+                      "        Health                  : %s\n    Power Info\n        Cur Power : 48 W\n"
+                      % (i, "False" if i in bad else "True"))
+    return "------ Enflame System Management Interface ------\n" + "".join(blocks)
+
+
+class Fake(object):
+    """subprocess.run stand-in: answers by the command's base name, records argv,
+    and advances a fake clock by each command's duration."""
+
+    def __init__(self, answers, durations=None):
+        self.answers, self.durations, self.calls, self.t = answers, durations or {}, [], 0.0
+
+    def now(self):
+        return self.t
+
+    def __call__(self, argv, stdout=None, stderr=None, universal_newlines=None, timeout=None):
+        name = os.path.basename(argv[0])
+        self.calls.append(list(argv))
+        if name not in self.answers:
+            raise FileNotFoundError(2, "No such file or directory", argv[0])
+        took = self.durations.get(name, 0.1)
+        if took > timeout:
+            self.t += timeout
+            raise subprocess.TimeoutExpired(argv, timeout)
+        self.t += took
+        answer = self.answers[name]
+        if callable(answer):
+            answer = answer(argv)
+        rc, out, err = answer
+        return subprocess.CompletedProcess(argv, rc, out, err)
+
+    def scontrol(self):
+        return [c for c in self.calls if os.path.basename(c[0]) == "scontrol"]
+
+
+def sinfo(*rows):
+    return (0, "".join("%s|%s|%s\n" % r for r in rows), "")
+
+
+@pytest.fixture
+def node(tmp_path):
+    facts = tmp_path / "topsrider.fact"
+    facts.write_text(json.dumps({"version": "2.5.136", "python": "/opt/venvs/train/bin/python"}))
+    env = tmp_path / "topsrider.sh"
+    env.write_text("export TOPS=1\n")
+    cfg = {"vendor": "enflame", "node_name": "n1", "expected_cards": 8, "release": "2.5.136",
+           "facts_file": str(facts), "env_file": str(env), "max_drain_share": 0.5, "log_file": ""}
+    path = tmp_path / "gate.json"
+
+    def write(**over):
+        c = dict(cfg, **over)
+        path.write_text(json.dumps(c))
+        return str(path)
+    write.tmp = tmp_path
+    return write
+
+
+def run(config, fake, mode="prolog", env=None):
+    out = io.StringIO()
+    environ = {"SLURMD_NODENAME": "n1", "SLURM_JOB_ID": "7"} if env is None else env
+    rc = gate.main(["--config", config, "--mode", mode], environ=environ, runner=fake, now=fake.now, out=out)
+    return rc, out.getvalue()
+
+
+IDLE2 = sinfo(("n1", "idle", "none"), ("n2", "idle", "none"))
+
+
+# ---------------------------------------------------------------- checks
+def test_fit_node_passes_and_changes_nothing(node):
+    fake = Fake({"efsmi": (0, efsmi_q(), ""), "sinfo": IDLE2})
+    rc, out = run(node(), fake)
+    assert rc == 0 and "checks passed" in out
+    assert fake.scontrol() == []
+
+
+def test_unhealthy_card_drains_with_a_topsrider_reason_and_fails_the_prolog(node):
+    fake = Fake({"efsmi": (0, efsmi_q(bad=(3,)), ""), "sinfo": IDLE2, "scontrol": (0, "", "")})
+    rc, _ = run(node(), fake)
+    assert rc == 1
+    assert fake.scontrol() == [["/usr/bin/scontrol", "update", "nodename=n1", "state=drain",
+                                "reason=topsrider: card gcu3 unhealthy"]]
+
+
+@pytest.mark.parametrize("answer, over, reason", [
+    ((1, "", "Error: EFML initialize failed, the enflame driver is not loaded\n"), {},
+     "topsrider: driver not loaded: efsmi -q failed (rc=1: Error: EFML initialize failed, the enflame driver is not loaded)"),
+    ((0, efsmi_q(cards=7), ""), {}, "topsrider: 7 of 8 cards seen"),
+    ((0, efsmi_q(bad=(0, 5)), ""), {}, "topsrider: cards gcu0,gcu5 unhealthy"),
+    ((0, efsmi_q(), ""), {"release": "2.5.140"}, "topsrider: stack at 2.5.136, expected 2.5.140"),
+    ((0, efsmi_q(), ""), {"env_file": "/nonexistent/topsrider.sh"},
+     "topsrider: environment file /nonexistent/topsrider.sh missing"),
+    ((0, efsmi_q(), ""), {"facts_file": "/nonexistent/topsrider.fact"},
+     "topsrider: stack not deployed: /nonexistent/topsrider.fact missing"),
+])
+def test_each_problem_is_named_in_the_reason(node, answer, over, reason):
+    fake = Fake({"efsmi": answer, "sinfo": IDLE2, "scontrol": (0, "", "")})
+    rc, _ = run(node(**over), fake)
+    assert rc == 1
+    assert fake.scontrol()[0][-1] == "reason=" + reason
+
+
+def test_missing_tool_means_no_driver(node):
+    fake = Fake({"sinfo": IDLE2, "scontrol": (0, "", "")})
+    rc, _ = run(node(efsmi="/nonexistent/efsmi"), fake)
+    assert rc == 1 and fake.scontrol()[0][-1] == "reason=topsrider: driver not loaded: /nonexistent/efsmi not found"
+
+
+def test_nvidia_node_is_read_with_nvidia_smi(node):
+    smi = (0, "0, 0\n1, 0\n2, 4\n3, 0\n", "")
+    fake = Fake({"nvidia-smi": smi, "sinfo": IDLE2, "scontrol": (0, "", "")})
+    rc, _ = run(node(vendor="nvidia", expected_cards=4, env_file=""), fake)
+    assert rc == 1 and fake.scontrol()[0][-1] == "reason=topsrider: card gpu2 unhealthy"
+    assert fake.calls[0][1].startswith("--query-gpu=index,ecc.errors.uncorrected.volatile.total")
+
+
+# ---------------------------------------------------------------- resume: only our own drains
+def test_passing_check_resumes_a_node_the_gate_drained(node):
+    drained = sinfo(("n1", "drained", "topsrider: card gcu3 unhealthy"), ("n2", "idle", "none"))
+    fake = Fake({"efsmi": (0, efsmi_q(), ""), "sinfo": drained, "scontrol": (0, "", "")})
+    rc, _ = run(node(), fake, mode="health", env={"SLURMD_NODENAME": "n1"})
+    assert rc == 0
+    assert fake.scontrol() == [["/usr/bin/scontrol", "update", "nodename=n1", "state=resume"]]
+
+
+@pytest.mark.parametrize("state", ["drained", "draining", "drained*", "idle+drain", "mixed+drain"])
+def test_a_node_drained_by_someone_else_is_never_resumed(node, state):
+    admin = sinfo(("n1", state, "maintenance: PSU swap (admin)"), ("n2", "idle", "none"))
+    fake = Fake({"efsmi": (0, efsmi_q(), ""), "sinfo": admin, "scontrol": (0, "", "")})
+    rc, _ = run(node(), fake, mode="health", env={"SLURMD_NODENAME": "n1"})
+    assert rc == 0 and fake.scontrol() == []
+
+
+def test_a_drained_node_keeps_the_reason_it_has(node):
+    admin = sinfo(("n1", "drained", "maintenance (admin)"), ("n2", "idle", "none"))
+    fake = Fake({"efsmi": (0, efsmi_q(bad=(1,)), ""), "sinfo": admin, "scontrol": (0, "", "")})
+    rc, out = run(node(), fake, mode="health", env={"SLURMD_NODENAME": "n1"})
+    assert rc == 1 and fake.scontrol() == [] and "already drained" in out
+
+
+# ---------------------------------------------------------------- the share cap
+def test_never_drains_more_than_the_share(node):
+    # 4 nodes, share 0.5: two may be drained by the gate; n2 and n3 are already.
+    rows = sinfo(("n1", "idle", "none"), ("n2", "drained", "topsrider: card gcu0 unhealthy"),
+                 ("n3", "draining", "topsrider: 7 of 8 cards seen"), ("n4", "idle", "none"))
+    fake = Fake({"efsmi": (0, efsmi_q(bad=(2,)), ""), "sinfo": rows, "scontrol": (0, "", "")})
+    rc, out = run(node(), fake)
+    assert rc == 0, "past the cap the prolog lets the job run (a failed prolog would drain anyway)"
+    assert fake.scontrol() == [] and "NOT drained" in out and "allows 2" in out
+
+
+def test_the_cap_counts_only_the_gates_own_drains(node):
+    rows = sinfo(("n1", "idle", "none"), ("n2", "drained", "admin: bios update"),
+                 ("n3", "drained", "admin: bios update"), ("n4", "idle", "none"))
+    fake = Fake({"efsmi": (0, efsmi_q(bad=(2,)), ""), "sinfo": rows, "scontrol": (0, "", "")})
+    rc, _ = run(node(), fake)
+    assert rc == 1 and len(fake.scontrol()) == 1
+
+
+@pytest.mark.parametrize("total, share, allowed", [(2, 0.5, 1), (8, 0.25, 2), (3, 0.25, 0), (10, 0.1, 1),
+                                                   (4, 1.0, 4), (5, 0.0, 0)])
+def test_allowed_drains_is_the_share_rounded_down(total, share, allowed):
+    nodes = [("n%d" % i, "idle", "") for i in range(total)]
+    action = gate.decide("n0", ["x"], None, nodes, share)[0]
+    assert action == ("drain" if allowed >= 1 else "capped")
+    if allowed >= total:
+        return
+    # with `allowed` of the others drained by the gate already, n0 is capped
+    nodes = [("n0", "idle", "")] + [("n%d" % i, "drained", "topsrider: x") for i in range(1, allowed + 1)] \
+        + [("n%d" % i, "idle", "") for i in range(allowed + 1, total)]
+    assert gate.decide("n0", ["x"], None, nodes, share)[0] == "capped"
+
+
+# ---------------------------------------------------------------- time
+def test_a_hung_efsmi_is_reported_as_the_gates_timeout_not_the_cards(node):
+    fake = Fake({"efsmi": (0, efsmi_q(), ""), "sinfo": IDLE2, "scontrol": (0, "", "")}, durations={"efsmi": 60})
+    rc, _ = run(node(), fake)
+    assert rc == 1
+    reason = fake.scontrol()[0][-1]
+    assert reason == "reason=topsrider: gate timed out: efsmi gave no answer in 5s"
+    assert "card" not in reason
+
+
+def test_the_whole_gate_stays_within_its_deadline(node):
+    # each command within its own timeout, together past the deadline: the
+    # next command is not started and the gate reports its own timeout
+    fake = Fake({"efsmi": (0, efsmi_q(), ""), "sinfo": IDLE2, "scontrol": (0, "", "")}, durations={"efsmi": 4})
+    rc, _ = run(node(deadline_s=3, command_timeout_s=5), fake)
+    assert rc == 1 and fake.scontrol()[0][-1].startswith("reason=topsrider: gate timed out")
+    assert fake.t <= 3 + 5 + 5, "sinfo and scontrol get a command timeout each past the deadline, no more"
+
+
+def test_unreadable_cluster_changes_nothing_but_still_refuses_the_job(node):
+    fake = Fake({"efsmi": (0, efsmi_q(bad=(1,)), ""), "sinfo": (1, "", "slurm_load_node: Unable to contact slurm controller\n")})
+    rc, out = run(node(), fake)
+    assert rc == 1 and fake.scontrol() == [] and "cannot read the cluster" in out
+    fake = Fake({"efsmi": (0, efsmi_q(), ""), "sinfo": (1, "", "down\n")})
+    assert run(node(), fake)[0] == 0
+
+
+# ---------------------------------------------------------------- modes and configuration
+def test_check_mode_never_drains(node):
+    fake = Fake({"efsmi": (0, efsmi_q(bad=(1,)), "")})
+    rc, out = run(node(), fake, mode="check")
+    assert rc == 1 and "n1: card gcu1 unhealthy" in out and fake.scontrol() == []
+
+
+def test_health_check_without_health_drains_only_reports(node):
+    fake = Fake({"efsmi": (0, efsmi_q(bad=(1,)), ""), "sinfo": IDLE2, "scontrol": (0, "", "")})
+    rc, out = run(node(health_drains=False), fake, mode="health", env={"SLURMD_NODENAME": "n1"})
+    assert rc == 1 and fake.scontrol() == [] and "health_drains is false" in out
+
+
+def test_mode_follows_slurm_job_id(node):
+    fake = Fake({"efsmi": (0, efsmi_q(bad=(1,)), ""), "sinfo": IDLE2, "scontrol": (0, "", "")})
+    out = io.StringIO()
+    assert gate.main(["--config", node(health_drains=False)], environ={"SLURMD_NODENAME": "n1", "SLURM_JOB_ID": "3"},
+                     runner=fake, now=fake.now, out=out) == 1
+    assert "[prolog]" in out.getvalue() and len(fake.scontrol()) == 1
+
+
+@pytest.mark.parametrize("over, words", [
+    ({"vendor": "amd"}, "vendor must be"), ({"expected_cards": 0}, "expected_cards"),
+    ({"max_drain_share": 1.5}, "max_drain_share"), ({"deadline_s": 0}, "deadline_s"),
+    ({"health_drains": "yes"}, "health_drains"), ({"colour": "red"}, "unknown keys colour"),
+])
+def test_bad_configuration_is_refused(node, over, words):
+    out = io.StringIO()
+    assert gate.main(["--config", node(**over), "--mode", "config"], environ={}, out=out) == 2
+    assert words in out.getvalue()
+
+
+def test_reason_is_bounded():
+    nodes = [("n1", "idle", ""), ("n2", "idle", "")]
+    _, reason, _ = gate.decide("n1", ["x" * 400], None, nodes, 1.0)
+    assert reason.startswith("topsrider: ") and len(reason) == 240
+
+
+def test_parse_sinfo_strips_flags():
+    rows = gate.parse_sinfo("a|drained*|topsrider: x\nb|idle~|none\n\nbad line\n")
+    assert rows == [("a", "drained", "topsrider: x"), ("b", "idle", "none")]
+
+
+# ---------------------------------------------------------------- the node Python floor
+def test_gate_needs_at_most_the_node_python_floor():
+    proc = subprocess.run([os.path.join(BIN, "vermin"), "--target=%s-" % FLOOR, "--violations", "--no-tips", PATH],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_gate_runs_on_the_floor_python(node):
+    py = find_python(FLOOR)
+    proc = subprocess.run([py, PATH, "--config", node(), "--mode", "config"], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    assert proc.returncode == 0, proc.stdout
+    # the check mode end to end with a stand-in efsmi
+    efsmi = node.tmp / "efsmi"
+    efsmi.write_text("#!/bin/sh\ncat <<'X'\n%sX\n" % efsmi_q(bad=(4,)))
+    efsmi.chmod(0o755)
+    proc = subprocess.run([py, PATH, "--config", node(efsmi=str(efsmi)), "--mode", "check", "--node", "n1"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    assert proc.returncode == 1 and "n1: card gcu4 unhealthy" in proc.stdout, proc.stdout
