@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure a Docker engine answers. When none does, installs Debian's
 # docker.io (and debootstrap and makeself, which the simulator's image and
-# sample .run installers need) and starts dockerd with no bridge and no
+# sample .run installers need, and prometheus for the units' promtool) and starts dockerd with no bridge and no
 # iptables rules, so that no container can land on a private-range network:
 # every container uses host networking.
 # Safe to run again: it does nothing when the engine already answers.
@@ -13,6 +13,7 @@ need_pkgs=()
 command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need_pkgs+=(debootstrap)
 command -v makeself >/dev/null 2>&1 || need_pkgs+=(makeself)   # sim/bundles' .run installers
+command -v promtool >/dev/null 2>&1 || need_pkgs+=(prometheus)  # promtool: contrib/prometheus/ rules (units)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "ensure-docker: installing ${need_pkgs[*]} from Debian"
   export DEBIAN_FRONTEND=noninteractive

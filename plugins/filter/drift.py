@@ -24,8 +24,8 @@ def _deploy_pending(findings, state, manifest, manifest_sha256, stage_path, fact
                                   manifest, manifest_sha256, stage_path, facts_path)
 
 
-def _report(results, hosts, run_id, meta=None, now=None):
-    return build_report(hosts, results, safe_run_id(run_id), now=now, meta=meta)
+def _report(results, hosts, run_id, meta=None, now=None, previous=None):
+    return build_report(hosts, results, safe_run_id(run_id), now=now, meta=meta, previous=previous)
 
 
 class FilterModule(object):

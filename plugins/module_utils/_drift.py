@@ -252,11 +252,27 @@ def deploy_pending_reasons(findings, files, manifest, manifest_sha256, stage_pat
 
 # ----------------------------------------------------------------- report --
 
-def build_report(hosts, results, run_id, now=None, meta=None):
+def _previous_successes(previous):
+    """{node: last_success} from the previous report (None, or a report without them: {})."""
+    if not isinstance(previous, dict):
+        return {}
+    out = {}
+    for n in previous.get("nodes") or []:
+        if isinstance(n, dict) and n.get("node") and n.get("last_success") is not None:
+            out[n["node"]] = float(n["last_success"])
+    return out
+
+
+def build_report(hosts, results, run_id, now=None, meta=None, previous=None):
     """The fleet report. hosts: every targeted node, in order; results:
     {node: {checked_at, findings, error}} for the nodes that answered (a node
-    without a result was unreachable; one with an error could not be checked)."""
+    without a result was unreachable; one with an error could not be checked).
+    now: when the run started. Per node: duration_s (checked_at - now; null
+    when unreachable) and last_success (when its check last completed, drift
+    found or not: this run's checked_at, else the one in `previous`, the last
+    report, else null)."""
     now = time.time() if now is None else float(now)
+    before = _previous_successes(previous)
     nodes = []
     findings = []
     for host in hosts:
@@ -273,7 +289,9 @@ def build_report(hosts, results, run_id, now=None, meta=None):
             checked_at, error = float(res.get("checked_at") or now), None
         nodes.append({"node": host, "status": status, "checked_at": checked_at, "findings": len(found),
                       "categories": sorted(set(f["category"] for f in found),
-                                           key=CATEGORIES.index), "error": error})
+                                           key=CATEGORIES.index), "error": error,
+                      "duration_s": None if status == "unreachable" else round(max(0.0, checked_at - now), 3),
+                      "last_success": checked_at if status in ("clean", "drift") else before.get(host)})
         findings.extend(found)
     counts = dict((s, len([n for n in nodes if n["status"] == s]))
                   for s in ("clean", "drift", "unreachable", "failed"))
@@ -339,26 +357,30 @@ def to_markdown(report):
 def to_junit(report):
     """JUnit XML: a testsuite per node, a testcase per node and check (the
     CHECKS, plus `reachable`); drift is a <failure>, an unreachable or failed
-    node an <error>."""
+    node an <error> on `reachable` and <skipped> on the checks that did not run."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(report["timestamp"]))
     root = ElementTree.Element("testsuites", {"name": "topsrider-drift", "time": "0"})
     totals = {"tests": 0, "failures": 0, "errors": 0}
     for i, n in enumerate(report["nodes"]):
         suite = ElementTree.SubElement(root, "testsuite", {
             "name": n["node"], "package": "topsrider-drift", "id": str(i), "hostname": n["node"],
-            "timestamp": stamp, "time": "0", "skipped": "0"})
+            "timestamp": stamp, "time": "0"})
         mine = [f for f in report["findings"] if f["node"] == n["node"]]
-        counts = {"tests": 0, "failures": 0, "errors": 0}
+        counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         for check in ("reachable",) + CHECKS:
             case = ElementTree.SubElement(suite, "testcase", {
                 "name": check, "classname": "topsrider-drift.%s" % n["node"], "time": "0"})
             counts["tests"] += 1
             if n["status"] in ("unreachable", "failed"):
-                msg = n["error"] if check == "reachable" else "not checked: the node %s" % (
-                    "was unreachable" if n["status"] == "unreachable" else "check failed")
-                err = ElementTree.SubElement(case, "error", {"message": msg, "type": n["status"]})
-                err.text = msg
-                counts["errors"] += 1
+                if check == "reachable":
+                    err = ElementTree.SubElement(case, "error", {"message": n["error"], "type": n["status"]})
+                    err.text = n["error"]
+                    counts["errors"] += 1
+                else:
+                    # Did not run: neither passed nor failed.
+                    ElementTree.SubElement(case, "skipped", {"message": "not checked: the node %s" % (
+                        "was unreachable" if n["status"] == "unreachable" else "check failed")})
+                    counts["skipped"] += 1
                 continue
             hits = [f for f in mine if f["category"] == check]
             if hits:
@@ -374,7 +396,8 @@ def to_junit(report):
                 counts["failures"] += 1
         for k, v in counts.items():
             suite.set(k, str(v))
-            totals[k] += v
+            totals[k] = totals.get(k, 0) + v
+    totals.pop("skipped", None)  # not an attribute of <testsuites> in the Jenkins schema
     for k, v in totals.items():
         root.set(k, str(v))
     return xml_document(root)
@@ -425,6 +448,13 @@ def to_prometheus(report):
          [((("node", n["node"]),), 1 if n["status"] == "clean" else 0) for n in nodes]),
         ("topsrider_drift_up", "1 when the node could be checked, else 0 (unreachable or the check failed).",
          [((("node", n["node"]),), 0 if n["status"] in ("unreachable", "failed") else 1) for n in nodes]),
+        ("topsrider_drift_last_success_timestamp_seconds",
+         "When the node's drift check last completed, drift found or not (Unix time; 0: never).",
+         [((("node", n["node"]),), "%.3f" % (n.get("last_success") or 0)) for n in nodes]),
+        ("topsrider_drift_check_duration_seconds",
+         "Seconds from the start of the last run to the end of the node's check (unreachable nodes: none).",
+         [((("node", n["node"]),), "%.3f" % n["duration_s"]) for n in nodes
+          if n.get("duration_s") is not None]),
     ])
 
 

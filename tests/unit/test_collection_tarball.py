@@ -22,7 +22,7 @@ BIN = os.path.dirname(sys.executable)
 
 SHIPPED = ("scripts/topsrider-manifest", "scripts/topsrider-drift", "scripts/topsrider-fabric",
            "contrib/cron/topsrider-drift", "contrib/systemd/topsrider-drift.service",
-           "contrib/execution-environment.yml", "playbooks/drift.yml", "plugins/modules/deb_bundle.py",
+           "contrib/execution-environment.yml", "contrib/prometheus/topsrider-alerts.yml", "playbooks/drift.yml", "plugins/modules/deb_bundle.py",
            "roles/tops_sdk/tasks/main.yml", "changelogs/changelog.yaml", "CHANGELOG.md", "README.md")
 LEFT_OUT = ("molecule/", "sim/", "tests/", "scripts/bench/", "scripts/molecule-all.sh", "scripts/sanity.sh",
             "scripts/demo.sh", "docs/performance.json", "docs/performance-mitogen.json", "Makefile",

@@ -213,8 +213,14 @@ def test_junit_validates_and_has_a_case_per_node_and_check():
     n2 = dict((c["@name"], c) for c in suites[1]["testcase"])
     assert sorted(k for k, c in n2.items() if "failure" in c) == ["env", "health"]
     assert "gcu3 health: expected healthy, actual unhealthy" in n2["health"]["failure"]["@message"]
-    assert (suites[1]["@failures"], suites[1]["@errors"], suites[2]["@errors"]) == (2, 0, 7)
-    assert (doc["@tests"], doc["@failures"], doc["@errors"]) == (21, 2, 7)
+    assert (suites[1]["@failures"], suites[1]["@errors"], suites[2]["@errors"]) == (2, 0, 1)
+    assert (doc["@tests"], doc["@failures"], doc["@errors"]) == (21, 2, 1)
+    # The unreachable node: one error (reachable), its six checks did not run.
+    n3 = dict((c["@name"], c) for c in suites[2]["testcase"])
+    assert "error" in n3["reachable"] and suites[2]["@skipped"] == 6
+    assert all(set(n3[c]) & {"error", "failure", "skipped"} == {"skipped"} for c in _drift.CHECKS)
+    assert n3["health"]["skipped"]["@message"] == "not checked: the node was unreachable"
+    assert [s["@skipped"] for s in suites] == [0, 0, 6]
 
 
 def test_junit_schema_rejects_what_is_not_junit():
@@ -226,7 +232,8 @@ def test_prometheus_text_parses():
     families = dict((f.name, f) for f in text_string_to_metric_families(_drift.to_prometheus(SAMPLE)))
     assert set(families) == {"topsrider_drift_findings", "topsrider_drift_category_findings",
                              "topsrider_drift_last_check_timestamp_seconds", "topsrider_drift_healthy",
-                             "topsrider_drift_up"}
+                             "topsrider_drift_up", "topsrider_drift_last_success_timestamp_seconds",
+                             "topsrider_drift_check_duration_seconds"}
 
     def by_node(name):
         return dict((s.labels["node"], s.value) for s in families[name].samples)
@@ -236,10 +243,32 @@ def test_prometheus_text_parses():
     assert by_node("topsrider_drift_up") == {"n1": 1, "n2": 1, "n3": 0}
     assert by_node("topsrider_drift_last_check_timestamp_seconds") == {
         "n1": 1735689601.5, "n2": 1735689601.5, "n3": 1735689600.0}
+    # n2 has drift, but its check completed: a success. n3 never answered: 0 (never).
+    assert by_node("topsrider_drift_last_success_timestamp_seconds") == {
+        "n1": 1735689601.5, "n2": 1735689601.5, "n3": 0}
+    assert by_node("topsrider_drift_check_duration_seconds") == {"n1": 1.5, "n2": 1.5}
     cats = dict(((s.labels["node"], s.labels["category"]), s.value)
                 for s in families["topsrider_drift_category_findings"].samples)
     assert len(cats) == 3 * len(_drift.CATEGORIES)
     assert [k for k, v in sorted(cats.items()) if v] == [("n2", "env"), ("n2", "health"), ("n3", "unreachable")]
+
+
+def test_last_success_survives_a_run_that_cannot_check_the_node():
+    first = fleet({"n1": OK, "n2": OK, "n3": OK})
+    second = _drift.build_report(["n1", "n2", "n3"], {"n1": dict(OK, checked_at=1735776001.0),
+                                                      "n2": dict(OK, error="boom", checked_at=1735776001.0)},
+                                 "drift-2", now=1735776000.0, previous=json.loads(json.dumps(first)))
+    nodes = dict((n["node"], n) for n in second["nodes"])
+    assert nodes["n1"]["last_success"] == 1735776001.0
+    assert nodes["n2"]["last_success"] == nodes["n3"]["last_success"] == 1735689601.5
+    assert (nodes["n2"]["duration_s"], nodes["n3"]["duration_s"]) == (1.0, None)
+    families = dict((f.name, f) for f in text_string_to_metric_families(_drift.to_prometheus(second)))
+    assert dict((s.labels["node"], s.value) for s in families["topsrider_drift_last_success_timestamp_seconds"].samples) \
+        == {"n1": 1735776001.0, "n2": 1735689601.5, "n3": 1735689601.5}
+    # No previous report, or one from before last_success existed: never.
+    for previous in (None, {"nodes": [{"node": "n3", "status": "clean"}]}):
+        third = _drift.build_report(["n3"], {}, "drift-3", now=1735776000.0, previous=previous)
+        assert third["nodes"][0]["last_success"] is None
 
 
 def test_prometheus_label_escaping():
