@@ -2,6 +2,7 @@
 (side_effect) and from the node's real state now."""
 import json
 import os
+import re
 
 EPH = os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]
 BROKEN = "topsrider-fleet-node4"
@@ -65,3 +66,38 @@ def test_node_is_at_2_5_136_now(host):
         assert host.package(pkg).version == "2.5.136-1"
     fact = json.loads(host.file("/etc/ansible/facts.d/topsrider.fact").content_string)
     assert fact["version"] == "2.5.136"
+
+
+def test_junit_of_the_upgrade_and_the_rollback_validates(host):
+    import xmlschema
+    schema = xmlschema.XMLSchema(os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "tests", "unit", "fixtures",
+                                              "junit.xsd"))
+    n = node(host)
+    for kind in ("upgrade", "rollback"):
+        path = os.path.join(EPH, "%s-report.xml" % kind)
+        schema.validate(path)
+        cases = dict((c["@name"], c) for c in schema.to_dict(path)["testsuite"][0]["testcase"])
+        if kind == "rollback" and n == BROKEN:
+            assert n not in cases
+        elif kind == "upgrade" and n == BROKEN:
+            assert "restored" in cases[n]["failure"]["@message"]
+        else:
+            assert not set(cases[n]) & {"failure", "error", "skipped"}
+
+
+def test_the_failed_upgrade_prints_its_report_unwrapped(host):
+    """The run that failed on node4 prints the fleet report as plain text: one
+    whole line per host (the YAML callback's literal block), none folded."""
+    with open(os.path.join(EPH, "upgrade.log")) as f:
+        log = re.sub(r"\x1b\[[0-9;]*m", "", f.read())  # molecule forces colour
+    assert "TopsRider deploy " in log
+    n = node(host)
+    rows = [line.strip() for line in log.splitlines()
+            if line.strip().startswith(n + " ") and line.split()[1] in ("ok", "failed", "unreachable", "not")]
+    assert rows, "no report line for %s in the upgrade's output" % n
+    row = rows[-1].split()
+    if n == BROKEN:
+        assert row[1] == "failed" and "restored" in rows[-1]
+    else:
+        assert row[1:3] == ["ok", "2.5.140"]
+    assert not [line for line in log.splitlines() if line.strip() == "|"]

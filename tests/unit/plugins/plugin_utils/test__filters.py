@@ -6,7 +6,7 @@ from collections import OrderedDict
 import pytest
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gcu.topsrider.plugins.filter import drift, fabric, truth
+from ansible_collections.gcu.topsrider.plugins.filter import drift, fabric, report, truth
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded, guarded_filters, plain
 
 
@@ -70,10 +70,11 @@ def test_guarded_lets_other_errors_through(arg, errors):
     (fabric, ["topsrider_fabric_advance", "topsrider_fabric_job", "topsrider_fabric_junit",
               "topsrider_fabric_markdown", "topsrider_fabric_max_rounds", "topsrider_fabric_plan",
               "topsrider_fabric_prometheus", "topsrider_fabric_report"]),
+    (report, ["topsrider_report_junit", "topsrider_report_text"]),
     (truth, ["topsrider_restore_actual", "topsrider_restore_expected", "topsrider_snapshot_needs",
              "topsrider_state_differences", "topsrider_value_problems"]),
 ])
-def test_every_filter_of_the_three_plugins_is_guarded(module, names):
+def test_every_filter_of_the_plugins_is_guarded(module, names):
     filters = module.FilterModule().filters()
     assert sorted(filters) == names
     for name, func in filters.items():
