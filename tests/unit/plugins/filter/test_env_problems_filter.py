@@ -74,7 +74,7 @@ def test_eccl_env_preflight(tmp_path, extra, expected):
     rc, out = run_play(tmp_path, [ECCL_ENV], dict(extra, eccl_env_bundle_path="/nonexistent"))
     if expected is None:
         assert rc == 0, out
-        assert "None" not in out.split("TASK [gcu.topsrider.eccl_env : Refuse unsafe")[1].split("TASK")[0]
+        assert "None" not in out.split("TASK [gcu.topsrider.eccl_env : Check the profile, the visible devices and every variable")[1].split("TASK")[0]
     else:
         assert rc != 0, out
         for text in expected:
