@@ -1,4 +1,6 @@
-#!/usr/bin/python3
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+#
 # topsrider-slurm-gate: the gcu.topsrider node health gate for Slurm
 # (installed by the role gcu.topsrider.slurm_node; docs/slurm.md).
 #
@@ -23,7 +25,8 @@
 #   config: only validate the configuration file.
 # Exit: 0 pass (or nothing done), 1 node not fit (prolog: job requeued),
 # 2 bad configuration or usage.
-# Runs on the node's /usr/bin/python3 (3.8 or later); standard library only.
+# Runs on the node's Python 3.8 or later (the role installs it with a
+# #!/usr/bin/python3 line, slurm_node_gate_python); standard library only.
 import argparse
 import json
 import os
@@ -189,8 +192,8 @@ def check_cards(cfg, clock, runner=subprocess.run):
         problems.append("%d of %d cards seen" % (len(cards), cfg["expected_cards"]))
     bad = sorted(i for i, ok in cards.items() if ok is not True)
     if bad:
-        problems.append("%s%s unhealthy" % ("card " if len(bad) == 1 else "cards ",
-                                             ",".join("%s%d" % (name, i) for i in bad)))
+        names = ",".join("%s%d" % (name, i) for i in bad)
+        problems.append("%s %s unhealthy" % ("card" if len(bad) == 1 else "cards", names))
     return problems
 
 
