@@ -27,6 +27,7 @@ help:
 	@echo "make setup  only the set-up (venv, docker engine, sim image, bundles)"
 	@echo "make bench  fleets of 1, 4 and 16 nodes: what each playbook costs (docs/performance.md)"
 	@echo "make fabric-check-test  the fabric check on eight simulated nodes (docs/fabric.md; not in make test)"
+	@echo "make slurm-test  molecule slurm: a real Slurm cluster of simulated nodes, sbatch and the health gate (docs/slurm.md)"
 	@echo "make bench-mitogen  the same with Mitogen's strategy (measured, not shipped)"
 
 # ---- set-up -----------------------------------------------------------------
@@ -44,6 +45,11 @@ sim-image: docker
 
 bundles:
 	@sim/bundles/build.sh >/dev/null
+
+# The node image plus Debian's Slurm and munge (only molecule/slurm uses it).
+.PHONY: slurm-image
+slurm-image: sim-image
+	@sim/slurm/build.sh >/dev/null
 
 collection-link:
 	@mkdir -p $(dir $(COLL_LINK)) .cache/ansible-tmp .cache/ansible-home
@@ -85,10 +91,10 @@ units: venv collection-link
 SLOW_SCENARIOS := dist_launch drift rollback_truth
 
 molecule: setup
-	@MOLECULE_SKIP="fabric $(SLOW_SCENARIOS)" scripts/molecule-all.sh
+	@MOLECULE_SKIP="fabric slurm $(SLOW_SCENARIOS)" scripts/molecule-all.sh
 
 .PHONY: test-slow
-test-slow: setup
+test-slow: setup slurm-image
 	@MOLECULE_SCENARIOS="$(SLOW_SCENARIOS)" scripts/molecule-all.sh
 	@echo "make test-slow: all passed"
 
@@ -97,6 +103,13 @@ test-slow: setup
 .PHONY: fabric-check-test
 fabric-check-test: setup
 	MOLECULE_SCENARIOS=fabric scripts/molecule-all.sh
+
+# Slurm for real (issue 19): Debian's slurmctld/slurmd/munge on a controller
+# and two simulated nodes, sbatch of dist_launch's slurm.sbatch, the
+# slurm_node role's health gate (docs/slurm.md).
+.PHONY: slurm-test
+slurm-test: setup slurm-image
+	MOLECULE_SCENARIOS=slurm scripts/molecule-all.sh
 
 # The README's examples run verbatim against two simulated nodes over SSH
 # (tests/readme/run.py says why a script and not a molecule scenario).

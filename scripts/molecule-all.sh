@@ -2,7 +2,8 @@
 # Runs every molecule scenario (default first), each with its full test
 # sequence, and stops at the first that fails. MOLECULE_SCENARIOS="a b" runs a subset;
 # MOLECULE_SKIP="a b" leaves scenarios out of the full list (default: fabric,
-# eight nodes and seven fabric checks, which `make fabric-check-test` runs).
+# eight nodes and seven fabric checks, which `make fabric-check-test` runs, and
+# slurm, which needs the Slurm image: `make slurm-test`).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -11,7 +12,7 @@ if [ -n "${MOLECULE_SCENARIOS:-}" ]; then
 else
   scenarios=$( { [ -f molecule/default/molecule.yml ] && echo default; \
     for d in molecule/*/molecule.yml; do basename "$(dirname "$d")"; done | grep -vx -e default \
-      $(for s in ${MOLECULE_SKIP-fabric}; do printf -- '-e %s ' "$s"; done) | LC_ALL=C sort; } )
+      $(for s in ${MOLECULE_SKIP-fabric slurm}; do printf -- '-e %s ' "$s"; done) | LC_ALL=C sort; } )
 fi
 for s in $scenarios; do
   echo "=== molecule test -s $s"

@@ -1,0 +1,178 @@
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Slurm for real (issue 19): Debian's slurmctld and slurmd on a controller and
+two simulated T20 nodes, the rendered slurm.sbatch submitted with sbatch, and
+the slurm_node role's health gate as the nodes' prolog and health check.
+
+The tests run in order and share the cluster: the smoke job on 16 cards; a
+card made unhealthy on node1 -> the next job's prolog drains node1 with a
+"topsrider:" reason and the job is requeued (not lost) while a one-node job
+runs on node2; the card repaired -> the health check resumes node1 and the
+requeued job finishes; an administrator's drain is never resumed; the drain
+share cap (one of two nodes) holds."""
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "molecule", "_shared", "tests"))
+from launch_helpers import dexec  # noqa: E402 pylint: disable=wrong-import-position,import-error
+
+testinfra_hosts = ["slurm-node1"]
+CTL, N1, N2 = "slurm-ctl", "slurm-node1", "slurm-node2"
+EPHEMERAL = os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]
+SBATCH = "/root/slurm.sbatch"
+GATE_LOG = "/var/log/topsrider-slurm-gate.log"
+
+
+def sh(node, script, timeout=60):
+    rc, out, err = dexec(node, script, timeout=timeout)
+    assert rc == 0, "%s: %s\nrc=%d\n%s%s" % (node, script, rc, out, err)
+    return out
+
+
+def node_state(node):
+    state, _, reason = sh(CTL, "sinfo -h -N -n %s -o '%%T|%%E'" % node).strip().partition("|")
+    return state, reason
+
+
+def job(job_id):
+    text = sh(CTL, "scontrol -o show job %s" % job_id)
+    return dict(re.findall(r"(\w+)=(\S*)", text))
+
+
+def wait_for(what, check, limit, step=1.0):
+    end = time.time() + limit
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.time() > end:
+            raise AssertionError("%s: not within %ss (last: %r)" % (what, limit, value))
+        time.sleep(step)
+
+
+def submit(*args):
+    return sh(CTL, "sbatch --parsable --chdir=/tmp %s" % " ".join(args)).strip().split(";")[0]
+
+
+def ranks(node, path):
+    out = sh(node, "cat %s" % path)
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")], out
+
+
+def simctl(node, *args):
+    sh(node, "simctl " + " ".join(args))
+
+
+def test_cluster_is_up_with_the_roles_lines():
+    rows = sh(CTL, "sinfo -h -N -o '%N %T %G'").split("\n")
+    assert sorted(r for r in rows if r) == ["slurm-node1 idle gcu:8", "slurm-node2 idle gcu:8"]
+    with open(os.path.join(EPHEMERAL, "reports", "slurm", "slurm.conf.topsrider")) as f:
+        merged = f.read()
+    for line in ("GresTypes=gcu", "Prolog=/usr/local/libexec/topsrider/topsrider-slurm-gate",
+                 "PrologFlags=Alloc", "SchedulerParameters=nohold_on_prolog_fail",
+                 "HealthCheckProgram=/usr/local/libexec/topsrider/topsrider-slurm-gate"):
+        assert line in merged.splitlines(), line
+    assert re.search(r"^NodeName=slurm-node1 CPUs=\d+ .*Gres=gcu:8 NodeAddr=127.0.0.1 Port=16818 State=UNKNOWN$",
+                     merged, re.M), merged
+
+
+def test_gres_conf_and_gate_on_the_node(host):
+    gres = [line for line in host.file("/etc/slurm/gres.conf").content_string.splitlines()
+            if line and not line.startswith("#")]
+    assert gres == ["NodeName=slurm-node1 Name=gcu File=/dev/gcu%d" % i for i in range(8)]
+    cfg = json.loads(host.file("/etc/topsrider/slurm-gate.json").content_string)
+    assert cfg["expected_cards"] == 8 and cfg["release"] == "2.5.136" and cfg["max_drain_share"] == 0.5
+    gate = host.file("/usr/local/libexec/topsrider/topsrider-slurm-gate")
+    assert gate.mode == 0o755 and gate.user == "root"
+    out = host.run("/usr/local/libexec/topsrider/topsrider-slurm-gate --mode check")
+    assert out.rc == 0 and "slurm-node1: fit" in out.stderr, out.stderr
+    # slurmd reads the same GRES
+    assert "gcu" in host.check_output("slurmd -N slurm-node1 -G 2>&1 || true")
+
+
+def test_sbatch_runs_the_smoke_job_on_every_card_of_two_nodes():
+    subprocess.run(["docker", "cp", os.path.join(EPHEMERAL, "launch", "t20", "slurm.sbatch"), CTL + ":" + SBATCH],
+                   check=True)
+    out = sh(CTL, "sbatch --parsable --wait --chdir=/tmp -o /tmp/smoke-%%j.out %s" % SBATCH, timeout=420)
+    job_id = out.strip().split(";")[0]
+    info = job(job_id)
+    assert info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0", info
+    assert info["NodeList"] == "slurm-node[1-2]", info
+    results, text = ranks(N1, "/tmp/smoke-%s.out" % job_id)
+    assert sorted(r["rank"] for r in results) == list(range(16)), text
+    assert {r["world_size"] for r in results} == {16}
+    assert len({r["loss"] for r in results}) == 1, "not the same loss on every rank:\n" + text
+    assert {r["backend"] for r in results} == {"eccl"}
+
+
+def test_bad_card_drains_the_node_and_the_job_is_requeued_not_lost():
+    simctl(N1, "card", "3", "health=false")
+    try:
+        requeued = submit("-o /tmp/requeued-%j.out", SBATCH)
+        state, reason = wait_for("slurm-node1 drained by the prolog",
+                                 lambda: (lambda s: s if s[0].startswith("drain") else None)(node_state(N1)), 60)
+        assert reason == "topsrider: card gcu3 unhealthy", (state, reason)
+        info = wait_for("the job requeued", lambda: (lambda j: j if int(j["Restarts"]) >= 1 else None)(job(requeued)), 30)
+        assert info["JobState"] == "PENDING", info
+        assert "[prolog]" in sh(N1, "tail -n 3 %s" % GATE_LOG)
+
+        # meanwhile a one-node job runs on the healthy node
+        out = sh(CTL, "sbatch --parsable --wait -N1 --chdir=/tmp -o /tmp/single-%%j.out %s" % SBATCH, timeout=300)
+        single = out.strip().split(";")[0]
+        info = job(single)
+        assert info["JobState"] == "COMPLETED" and info["NodeList"] == N2, info
+        results, text = ranks(N2, "/tmp/single-%s.out" % single)
+        assert len(results) == 8 and len({r["loss"] for r in results}) == 1, text
+
+        # the health check runs on the drained node and does not resume it while the card is bad
+        time.sleep(6)
+        assert node_state(N1) == (state, reason)
+    finally:
+        simctl(N1, "card", "3", "health=true")
+    wait_for("slurm-node1 resumed by the health check", lambda: node_state(N1)[0] in ("idle", "allocated", "mixed"), 40)
+    assert "resuming slurm-node1" in sh(N1, "cat %s" % GATE_LOG)
+
+    # the requeued job was not lost: it runs once eligible again (Slurm holds a
+    # requeued job back for a while) and succeeds on both nodes
+    def finished():
+        j = job(requeued)
+        return j if j["JobState"] in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL") else None
+    info = wait_for("the requeued job finished", finished, 300, step=3)
+    assert info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0", info
+    results, text = ranks(N1, "/tmp/requeued-%s.out" % requeued)
+    assert len(results) == 16 and len({r["loss"] for r in results}) == 1, text
+
+
+def test_a_node_an_administrator_drained_stays_drained():
+    sh(CTL, "scontrol update nodename=%s state=drain reason='admin: bios update'" % N2)
+    try:
+        before = int(sh(N2, "wc -l < %s" % GATE_LOG))
+        # the health check (every 5 s) passes on the node and leaves it alone
+        wait_for("two health checks on slurm-node2", lambda: int(sh(N2, "wc -l < %s" % GATE_LOG)) >= before + 2, 30)
+        assert node_state(N2) == ("drained", "admin: bios update")
+    finally:
+        sh(CTL, "scontrol update nodename=%s state=resume" % N2)
+
+
+def test_the_gate_never_drains_more_than_its_share():
+    # share 0.5 of two nodes: one node at a time
+    simctl(N1, "card", "0", "health=false")
+    simctl(N2, "card", "0", "health=false")
+    try:
+        first = submit("-N1 -w %s --exclusive --wrap 'echo never'" % N1)
+        wait_for("slurm-node1 drained", lambda: node_state(N1)[1].startswith("topsrider: card gcu0"), 60)
+        sh(CTL, "scancel %s" % first)
+        second = submit("-N1 -w %s --exclusive -o /tmp/capped-%%j.out --wrap 'echo ran on $SLURMD_NODENAME'" % N2)
+        info = wait_for("the job on slurm-node2", lambda: (lambda j: j if j["JobState"] == "COMPLETED" else None)(
+            job(second)), 60)
+        assert info["NodeList"] == N2
+        assert node_state(N2)[0] == "idle", "the gate drained a second node of two"
+        assert "NOT drained" in sh(N2, "cat %s" % GATE_LOG)
+    finally:
+        simctl(N1, "card", "0", "health=true")
+        simctl(N2, "card", "0", "health=true")
+    wait_for("slurm-node1 resumed", lambda: node_state(N1)[0] == "idle", 40)
