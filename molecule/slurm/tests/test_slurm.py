@@ -34,7 +34,7 @@ def sh(node, script, timeout=60):
 
 
 def node_state(node):
-    state, _, reason = sh(CTL, "sinfo -h -N -n %s -o '%%T|%%E'" % node).strip().partition("|")
+    state, _sep, reason = sh(CTL, "sinfo -h -N -n %s -o '%%T|%%E'" % node).strip().partition("|")
     return state, reason
 
 
@@ -52,6 +52,16 @@ def wait_for(what, check, limit, step=1.0):
         if time.time() > end:
             raise AssertionError("%s: not within %ss (last: %r)" % (what, limit, value))
         time.sleep(step)
+
+
+def drained(node):
+    state = node_state(node)
+    return state if state[0].startswith("drain") else None
+
+
+def job_if(job_id, check):
+    info = job(job_id)
+    return info if check(info) else None
 
 
 def submit(*args):
@@ -113,10 +123,9 @@ def test_bad_card_drains_the_node_and_the_job_is_requeued_not_lost():
     simctl(N1, "card", "3", "health=false")
     try:
         requeued = submit("-o /tmp/requeued-%j.out", SBATCH)
-        state, reason = wait_for("slurm-node1 drained by the prolog",
-                                 lambda: (lambda s: s if s[0].startswith("drain") else None)(node_state(N1)), 60)
+        state, reason = wait_for("slurm-node1 drained by the prolog", lambda: drained(N1), 60)
         assert reason == "topsrider: card gcu3 unhealthy", (state, reason)
-        info = wait_for("the job requeued", lambda: (lambda j: j if int(j["Restarts"]) >= 1 else None)(job(requeued)), 30)
+        info = wait_for("the job requeued", lambda: job_if(requeued, lambda j: int(j["Restarts"]) >= 1), 30)
         assert info["JobState"] == "PENDING", info
         assert "[prolog]" in sh(N1, "tail -n 3 %s" % GATE_LOG)
 
@@ -138,10 +147,8 @@ def test_bad_card_drains_the_node_and_the_job_is_requeued_not_lost():
 
     # the requeued job was not lost: it runs once eligible again (Slurm holds a
     # requeued job back for a while) and succeeds on both nodes
-    def finished():
-        j = job(requeued)
-        return j if j["JobState"] in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL") else None
-    info = wait_for("the requeued job finished", finished, 300, step=3)
+    info = wait_for("the requeued job finished", lambda: job_if(requeued, lambda j: j["JobState"] in (
+        "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL")), 300, step=3)
     assert info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0", info
     results, text = ranks(N1, "/tmp/requeued-%s.out" % requeued)
     assert len(results) == 16 and len({r["loss"] for r in results}) == 1, text
@@ -167,8 +174,7 @@ def test_the_gate_never_drains_more_than_its_share():
         wait_for("slurm-node1 drained", lambda: node_state(N1)[1].startswith("topsrider: card gcu0"), 60)
         sh(CTL, "scancel %s" % first)
         second = submit("-N1 -w %s --exclusive -o /tmp/capped-%%j.out --wrap 'echo ran on $SLURMD_NODENAME'" % N2)
-        info = wait_for("the job on slurm-node2", lambda: (lambda j: j if j["JobState"] == "COMPLETED" else None)(
-            job(second)), 60)
+        info = wait_for("the job on slurm-node2", lambda: job_if(second, lambda j: j["JobState"] == "COMPLETED"), 60)
         assert info["NodeList"] == N2
         assert node_state(N2)[0] == "idle", "the gate drained a second node of two"
         assert "NOT drained" in sh(N2, "cat %s" % GATE_LOG)

@@ -115,7 +115,7 @@ def run_command(argv, clock, timeout_s, runner=subprocess.run):
         raise GateTimeout("gate timed out after %gs before %s" % (clock.deadline_s, os.path.basename(argv[0])))
     try:
         p = runner(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                   universal_newlines=True, timeout=limit)
+                   universal_newlines=True, timeout=limit, check=False)
     except subprocess.TimeoutExpired:
         raise GateTimeout("gate timed out: %s gave no answer in %gs" % (os.path.basename(argv[0]), limit))
     except OSError as e:
@@ -145,7 +145,7 @@ def parse_efsmi_query(text):
                 continue
             cards[current] = None
         elif current is not None and ":" in line:
-            key, _, value = line.partition(":")
+            key, _sep, value = line.partition(":")
             if key.strip().lower() == "health":
                 cards[current] = value.strip().lower() == "true"
     return cards
@@ -346,14 +346,14 @@ def main(argv=None, environ=None, runner=subprocess.run, now=time.monotonic, out
             "; ".join(problems))
     log(cfg, "%s [%s]: %s" % (node, mode, message), out)
     if action == "resume":
-        rc, _, err = run_command([cfg["scontrol"], "update", "nodename=" + node, "state=resume"],
-                                 sclock, cfg["command_timeout_s"], runner)
+        rc, _out, err = run_command([cfg["scontrol"], "update", "nodename=" + node, "state=resume"],
+                                    sclock, cfg["command_timeout_s"], runner)
         if rc != 0:
             log(cfg, "%s: scontrol resume failed: %s" % (node, first_line(err)), out)
         return 0
     if action == "drain":
-        rc, _, err = run_command([cfg["scontrol"], "update", "nodename=" + node, "state=drain",
-                                  "reason=" + reason], sclock, cfg["command_timeout_s"], runner)
+        rc, _out, err = run_command([cfg["scontrol"], "update", "nodename=" + node, "state=drain",
+                                     "reason=" + reason], sclock, cfg["command_timeout_s"], runner)
         if rc != 0:
             log(cfg, "%s: scontrol drain failed: %s" % (node, first_line(err)), out)
         return 1

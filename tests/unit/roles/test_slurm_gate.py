@@ -9,7 +9,6 @@ import io
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -41,7 +40,7 @@ class Fake(object):
     def now(self):
         return self.t
 
-    def __call__(self, argv, stdout=None, stderr=None, universal_newlines=None, timeout=None):
+    def __call__(self, argv, stdout=None, stderr=None, universal_newlines=None, timeout=None, check=None):
         name = os.path.basename(argv[0])
         self.calls.append(list(argv))
         if name not in self.answers:
@@ -103,7 +102,7 @@ def test_fit_node_passes_and_changes_nothing(node):
 
 def test_unhealthy_card_drains_with_a_topsrider_reason_and_fails_the_prolog(node):
     fake = Fake({"efsmi": (0, efsmi_q(bad=(3,)), ""), "sinfo": IDLE2, "scontrol": (0, "", "")})
-    rc, _ = run(node(), fake)
+    rc = run(node(), fake)[0]
     assert rc == 1
     assert fake.scontrol() == [["/usr/bin/scontrol", "update", "nodename=n1", "state=drain",
                                 "reason=topsrider: card gcu3 unhealthy"]]
@@ -122,21 +121,21 @@ def test_unhealthy_card_drains_with_a_topsrider_reason_and_fails_the_prolog(node
 ])
 def test_each_problem_is_named_in_the_reason(node, answer, over, reason):
     fake = Fake({"efsmi": answer, "sinfo": IDLE2, "scontrol": (0, "", "")})
-    rc, _ = run(node(**over), fake)
+    rc = run(node(**over), fake)[0]
     assert rc == 1
     assert fake.scontrol()[0][-1] == "reason=" + reason
 
 
 def test_missing_tool_means_no_driver(node):
     fake = Fake({"sinfo": IDLE2, "scontrol": (0, "", "")})
-    rc, _ = run(node(efsmi="/nonexistent/efsmi"), fake)
+    rc = run(node(efsmi="/nonexistent/efsmi"), fake)[0]
     assert rc == 1 and fake.scontrol()[0][-1] == "reason=topsrider: driver not loaded: /nonexistent/efsmi not found"
 
 
 def test_nvidia_node_is_read_with_nvidia_smi(node):
     smi = (0, "0, 0\n1, 0\n2, 4\n3, 0\n", "")
     fake = Fake({"nvidia-smi": smi, "sinfo": IDLE2, "scontrol": (0, "", "")})
-    rc, _ = run(node(vendor="nvidia", expected_cards=4, env_file=""), fake)
+    rc = run(node(vendor="nvidia", expected_cards=4, env_file=""), fake)[0]
     assert rc == 1 and fake.scontrol()[0][-1] == "reason=topsrider: card gpu2 unhealthy"
     assert fake.calls[0][1].startswith("--query-gpu=index,ecc.errors.uncorrected.volatile.total")
 
@@ -145,7 +144,7 @@ def test_nvidia_node_is_read_with_nvidia_smi(node):
 def test_passing_check_resumes_a_node_the_gate_drained(node):
     drained = sinfo(("n1", "drained", "topsrider: card gcu3 unhealthy"), ("n2", "idle", "none"))
     fake = Fake({"efsmi": (0, efsmi_q(), ""), "sinfo": drained, "scontrol": (0, "", "")})
-    rc, _ = run(node(), fake, mode="health", env={"SLURMD_NODENAME": "n1"})
+    rc = run(node(), fake, mode="health", env={"SLURMD_NODENAME": "n1"})[0]
     assert rc == 0
     assert fake.scontrol() == [["/usr/bin/scontrol", "update", "nodename=n1", "state=resume"]]
 
@@ -154,7 +153,7 @@ def test_passing_check_resumes_a_node_the_gate_drained(node):
 def test_a_node_drained_by_someone_else_is_never_resumed(node, state):
     admin = sinfo(("n1", state, "maintenance: PSU swap (admin)"), ("n2", "idle", "none"))
     fake = Fake({"efsmi": (0, efsmi_q(), ""), "sinfo": admin, "scontrol": (0, "", "")})
-    rc, _ = run(node(), fake, mode="health", env={"SLURMD_NODENAME": "n1"})
+    rc = run(node(), fake, mode="health", env={"SLURMD_NODENAME": "n1"})[0]
     assert rc == 0 and fake.scontrol() == []
 
 
@@ -180,7 +179,7 @@ def test_the_cap_counts_only_the_gates_own_drains(node):
     rows = sinfo(("n1", "idle", "none"), ("n2", "drained", "admin: bios update"),
                  ("n3", "drained", "admin: bios update"), ("n4", "idle", "none"))
     fake = Fake({"efsmi": (0, efsmi_q(bad=(2,)), ""), "sinfo": rows, "scontrol": (0, "", "")})
-    rc, _ = run(node(), fake)
+    rc = run(node(), fake)[0]
     assert rc == 1 and len(fake.scontrol()) == 1
 
 
@@ -201,7 +200,7 @@ def test_allowed_drains_is_the_share_rounded_down(total, share, allowed):
 # ---------------------------------------------------------------- time
 def test_a_hung_efsmi_is_reported_as_the_gates_timeout_not_the_cards(node):
     fake = Fake({"efsmi": (0, efsmi_q(), ""), "sinfo": IDLE2, "scontrol": (0, "", "")}, durations={"efsmi": 60})
-    rc, _ = run(node(), fake)
+    rc = run(node(), fake)[0]
     assert rc == 1
     reason = fake.scontrol()[0][-1]
     assert reason == "reason=topsrider: gate timed out: efsmi gave no answer in 5s"
@@ -212,7 +211,7 @@ def test_the_whole_gate_stays_within_its_deadline(node):
     # each command within its own timeout, together past the deadline: the
     # next command is not started and the gate reports its own timeout
     fake = Fake({"efsmi": (0, efsmi_q(), ""), "sinfo": IDLE2, "scontrol": (0, "", "")}, durations={"efsmi": 4})
-    rc, _ = run(node(deadline_s=3, command_timeout_s=5), fake)
+    rc = run(node(deadline_s=3, command_timeout_s=5), fake)[0]
     assert rc == 1 and fake.scontrol()[0][-1].startswith("reason=topsrider: gate timed out")
     assert fake.t <= 3 + 5 + 5, "sinfo and scontrol get a command timeout each past the deadline, no more"
 
@@ -259,7 +258,7 @@ def test_bad_configuration_is_refused(node, over, words):
 
 def test_reason_is_bounded():
     nodes = [("n1", "idle", ""), ("n2", "idle", "")]
-    _, reason, _ = gate.decide("n1", ["x" * 400], None, nodes, 1.0)
+    reason = gate.decide("n1", ["x" * 400], None, nodes, 1.0)[1]
     assert reason.startswith("topsrider: ") and len(reason) == 240
 
 
