@@ -14,14 +14,18 @@ play() {
   # The report each playbook prints is the part worth reading; the rest goes to a log.
   local name=$1; shift
   local log=$reports/$name.log
-  if ansible-playbook -i "$inv" "$@" -e topsrider_reports_dir="$reports" >"$log" 2>&1; then
-    rc=0
-  else
-    rc=$?
-  fi
-  # the fleet report printed by the last play, then the recap
-  sed -n '/^PLAY \[Fleet \(summary\|report\)\]/,/^PLAY RECAP/p' "$log" | sed -n '/msg:/,/^PLAY RECAP/p' \
-    | sed -e '1d' -e '$d' -e 's/^ *- //' -e "s/^ *'//" -e "s/'$//" || true
+  # Progress of the long steps (async tasks: the collective probe) shows as it happens.
+  set +e
+  ansible-playbook -i "$inv" "$@" -e topsrider_reports_dir="$reports" 2>&1 | tee "$log" \
+    | { grep --line-buffered -E '^ASYNC (POLL|OK|FAILED)' || true; }
+  rc=${PIPESTATUS[0]}
+  set -e
+  # the last fleet report the run printed (tasks/report.yml, a failed run's
+  # included: a YAML literal block, every line whole), then the recap
+  awk '/^TASK \[/ { if (inb) last = out; inb = 0; intask = ($0 ~ /Report \| Print it/); next }
+       intask && /^ +msg: \|/ { inb = 1; out = ""; next }
+       inb { if ($0 ~ /^        / || $0 == "") { sub(/^        /, ""); out = out $0 "\n" } else { last = out; inb = 0 } }
+       END { if (inb) last = out; printf "%s", last }' "$log"
   sed -n '/PLAY RECAP/,$p' "$log"
   echo "(full output: $log, exit $rc)"
   return $rc
