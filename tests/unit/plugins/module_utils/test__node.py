@@ -87,7 +87,7 @@ class FakeModule(object):
 def test_run_c():
     m = FakeModule({("efsmi", "-q"): (3, "o", "e")})
     assert _node.run_c(m, ["efsmi", "-q"]) == {"argv": ["efsmi", "-q"], "cmd": "efsmi -q", "rc": 3,
-                                               "stdout": "o", "stderr": "e"}
+                                               "stdout": "o", "stderr": "e", "timed_out": False, "timeout": None}
 
 
 def test_query_parses_and_summary_is_not_run():
