@@ -24,11 +24,15 @@ def run(name):
 
 
 def row(text, host):
-    """The last report table row of `host` in a run's output: (result, detail)."""
+    """The last line of `host` in the fleet report a run printed (plain text, one
+    aligned line per host: host, result, version, changed, seconds, detail):
+    (result, detail)."""
     import re
-    found = re.findall(r"\| %s \| ([a-z ]+) \|[^|]*\|[^|]*\|[^|]*\| ([^|']*)" % re.escape(host), text)
-    assert found, "no report row for %s" % host
-    return found[-1][0].strip(), found[-1][1]
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)
+    found = re.findall(r"^[ \t]*%s[ \t]+(ok|failed|unreachable|not started|pending)[ \t]+\S+[ \t]+(?:yes|no)[ \t]+\S+(?:[ \t]+(.*))?$"
+                       % re.escape(host), text, re.M)
+    assert found, "no report line for %s" % host
+    return found[-1][0], found[-1][1].strip()
 
 
 def without_facts(text):
