@@ -184,6 +184,9 @@ def deb_info(control_text):
         "depends": fields.get("Depends", ""),
         "pre_depends": fields.get("Pre-Depends", ""),
         "provides": fields.get("Provides", ""),
+        # What dpkg unpacks, in bytes (the control field is in KiB); None when
+        # the deb does not say.
+        "installed_size": int(fields["Installed-Size"]) * 1024 if fields.get("Installed-Size", "").isdigit() else None,
     }
 
 

@@ -81,6 +81,10 @@ def validate(data):
         size = entry.get("size")
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             problems.append("%s: size must be a non-negative integer" % where)
+        if "installed_size" in entry:
+            unpacked = entry["installed_size"]
+            if not isinstance(unpacked, int) or isinstance(unpacked, bool) or unpacked < 0:
+                problems.append("%s: installed_size must be a non-negative integer (bytes)" % where)
         ftype = entry.get("type")
         if ftype not in FILE_TYPES:
             problems.append("%s: type must be one of %s (got %r)" % (where, ", ".join(FILE_TYPES), ftype))

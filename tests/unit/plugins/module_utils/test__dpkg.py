@@ -61,8 +61,11 @@ def test_deb_info_reads_control_fields():
     info = d.deb_info(CONTROL)
     assert info == {"package": "tops-eccl", "version": "2.5.136-1", "architecture": "amd64",
                     "depends": "tops-sdk (= 2.5.136-1), libc6 (>= 2.34) | libc6-compat",
-                    "pre_depends": "", "provides": ""}
+                    "pre_depends": "", "provides": "", "installed_size": None}
     assert d.parse_control(CONTROL)["Description"].endswith("\nthird")
+    # Installed-Size is in KiB; the bundle records bytes.
+    assert d.deb_info(CONTROL.replace("Architecture: amd64\n", "Architecture: amd64\nInstalled-Size: 12\n"))[
+        "installed_size"] == 12 * 1024
 
 
 @pytest.mark.parametrize("text", ["Package: x\nArchitecture: all\n", "garbage line\n",

@@ -64,6 +64,8 @@ def _break(path, value):
     (_break(["files", 0, "sha256"], "ABC"), "sha256 must be"),
     (_break(["files", 0, "size"], -1), "size must be"),
     (_break(["files", 0, "size"], True), "size must be"),
+    (_break(["files", 0, "installed_size"], -1), "installed_size must be"),
+    (_break(["files", 0, "installed_size"], "12"), "installed_size must be"),
     (_break(["files", 0, "type"], "rpm"), "type must be one of"),
     (_break(["files", 0, "package"], KeyError), "deb entries need a non-empty package"),
     (_break(["files", 1, "requires_torch"], KeyError), "wheel entries need a non-empty requires_torch"),
