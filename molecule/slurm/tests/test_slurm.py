@@ -98,8 +98,12 @@ def test_gres_conf_and_gate_on_the_node(host):
     assert cfg["expected_cards"] == 8 and cfg["release"] == "2.5.136" and cfg["max_drain_share"] == 0.5
     gate = host.file("/usr/local/libexec/topsrider/topsrider-slurm-gate")
     assert gate.mode == 0o755 and gate.user == "root"
+    # The bound: the whole gate within 10 s on 8 cards.
+    started = time.monotonic()
     out = host.run("/usr/local/libexec/topsrider/topsrider-slurm-gate --mode check")
+    took = time.monotonic() - started
     assert out.rc == 0 and "slurm-node1: fit" in out.stderr, out.stderr
+    assert took < 10, "the gate took %.1f s on 8 cards" % took
     # slurmd reads the same GRES
     assert "gcu" in host.check_output("slurmd -N slurm-node1 -G 2>&1 || true")
 
