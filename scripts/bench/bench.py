@@ -27,6 +27,18 @@ mitogen) and the table between <!-- bench:begin --> and <!-- bench:end --> in
 docs/performance.md. A failing playbook run stops the bench with exit 2; its
 log stays in .cache/bench/logs/<stamp>/.
 
+--bundle-mib N (make bench-large, issue 16): 2.5.136 is the large .run of
+sim/bundles/build-large.sh N (built once, cached), deployed as it is
+(topsrider_bundle; its extraction already in the cache build-large.sh
+fills). The operation copy_baseline (--ops; never a default) is what a
+published runbook does: ansible.builtin.copy of the .run to every node
+(scripts/bench/copy_baseline.yml), measured like the others, its copies
+removed afterwards by an unmeasured run. Results: docs/performance-large.json
+and the section between <!-- bench-large:begin --> and <!-- bench-large:end -->:
+controller egress over the bundle's size and wall time for the fresh deploy
+and the baseline side by side, issue 16's goals and a projection to 64 and
+1,000 nodes (bench_report.render_large).
+
 --perf-check (make perf-check, part of make test): one-node fleet of its own,
 fresh deploy, the same deploy again, and again with the fast path off; fails
 (exit 1) when a re-run reports any task changed or sends bundle bytes, or when
@@ -52,13 +64,15 @@ import tempfile
 import time
 
 from bench_report import (
-    MARKERS, MD_HEADER, OP_TITLES, OPS, check_goals, cpu_bound_s, format_goals, human_bytes, num, perf_verdict,
-    render_table, replace_section, result_lines, stats_metrics, summarize,
+    DEFAULT_OPS, MARKERS, MD_HEADER, OP_TITLES, OPS, check_goals, check_large_goals, cpu_bound_s, egress_ratio,
+    format_goals, human_bytes, num, perf_verdict, render_large, render_table, replace_section, result_lines,
+    stats_metrics, summarize,
 )
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 HERE = os.path.join(TOP, "scripts", "bench")
 BUNDLES = os.path.join(TOP, ".cache", "bundles")
+RUN_136 = "TopsRider_t2x_2.5.136_deb_amd64.run"
 
 # What an operation needs to have run before it on the same fleet; asked-for
 # operations bring these along (run, not recorded).
@@ -301,16 +315,29 @@ class BenchError(Exception):
 
 
 # ---- one playbook run ---------------------------------------------------------
-def playbook_args(op):
+def playbook_args(op, large=None):
+    """The ansible-playbook arguments of an operation. large (make bench-large):
+    {"dir": build-large.sh's output, "run": its .run}: 2.5.136 is then the large
+    .run, deployed as it is (topsrider_bundle, its extraction cached in
+    <dir>/runs by build-large.sh); 2.5.140 stays the small sample."""
     common = ["-e", "topsrider_python=/opt/venvs/train/bin/python", "-e", "topsrider_expected_count=8"]
-    b136 = os.path.join(BUNDLES, "2.5.136")
+    if large:
+        in136 = ["-e", "topsrider_bundle=" + large["run"],
+                 "-e", "topsrider_bundle_cache=" + os.path.join(large["dir"], "runs")]
+        run136 = large["run"]
+    else:
+        in136 = ["-e", "topsrider_bundle_dir=" + os.path.join(BUNDLES, "2.5.136")]
+        run136 = os.path.join(BUNDLES, RUN_136)
     b140 = os.path.join(BUNDLES, "2.5.140")
+    baseline = os.path.join(HERE, "copy_baseline.yml")
     return {
         "floor": [os.path.join(HERE, "floor.yml")],
-        "fresh": [os.path.join(TOP, "playbooks", "deploy.yml"), "-e", "topsrider_bundle_dir=" + b136],
-        "rerun": [os.path.join(TOP, "playbooks", "deploy.yml"), "-e", "topsrider_bundle_dir=" + b136],
-        "rerun_full": [os.path.join(TOP, "playbooks", "deploy.yml"), "-e", "topsrider_bundle_dir=" + b136,
-                       "-e", "topsrider_deploy_fast_path=false"],
+        "copy_baseline": [baseline, "-e", "bench_baseline_run=" + run136],
+        "copy_baseline_cleanup": [baseline, "-e", "bench_baseline_state=absent"],
+        "fresh": [os.path.join(TOP, "playbooks", "deploy.yml")] + in136,
+        "rerun": [os.path.join(TOP, "playbooks", "deploy.yml")] + in136,
+        "rerun_full": [os.path.join(TOP, "playbooks", "deploy.yml")] + in136
+        + ["-e", "topsrider_deploy_fast_path=false"],
         "upgrade": [os.path.join(TOP, "playbooks", "deploy.yml"), "-e", "topsrider_bundle_dir=" + b140],
         "verify": [os.path.join(TOP, "playbooks", "verify.yml"), "-e", "topsrider_probe_level=framework"],
         "drift": [os.path.join(TOP, "playbooks", "drift.yml"), "-e", "topsrider_bundle_dir=" + b140],
@@ -332,7 +359,7 @@ def callback_dir():
     return directory
 
 
-def base_env(strategy, mitogen_dir):
+def base_env(strategy, mitogen_dir, bundle_root=BUNDLES):
     venv_bin = os.path.dirname(sys.executable)
     env = dict(os.environ)
     env.update({
@@ -343,7 +370,7 @@ def base_env(strategy, mitogen_dir):
         "ANSIBLE_HOME": os.path.join(TOP, ".cache", "ansible-home"),
         "ANSIBLE_CALLBACK_PLUGINS": callback_dir(),
         "ANSIBLE_NOCOLOR": "1",
-        "BENCH_BUNDLE_ROOT": BUNDLES,
+        "BENCH_BUNDLE_ROOT": bundle_root,
     })
     enabled = [c for c in env.get("ANSIBLE_CALLBACKS_ENABLED", "").split(",") if c.strip()]
     env["ANSIBLE_CALLBACKS_ENABLED"] = ",".join(enabled + ["bench_stats"])
@@ -360,14 +387,14 @@ def base_env(strategy, mitogen_dir):
     return env
 
 
-def run_playbook(op, inventory, env, logs, tag, reports, net=None, nodes=None):
+def run_playbook(op, inventory, env, logs, tag, reports, net=None, nodes=None, large=None):
     """One ansible-playbook run, measured; raises BenchError when it fails."""
     ansible_playbook = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
     if not os.path.exists(ansible_playbook):
         ansible_playbook = "ansible-playbook"
     log = os.path.join(logs, tag + ".log")
     stats_file = os.path.join(logs, tag + ".stats.json")
-    cmd = [ansible_playbook, "-i", inventory] + playbook_args(op) + ["-e", "topsrider_reports_dir=" + reports]
+    cmd = [ansible_playbook, "-i", inventory] + playbook_args(op, large) + ["-e", "topsrider_reports_dir=" + reports]
     control_dir = tempfile.mkdtemp(prefix="tr-bench-cp-")
     env = dict(env, BENCH_STATS_FILE=stats_file, ANSIBLE_SSH_CONTROL_PATH_DIR=control_dir)
     if net is not None:
@@ -448,6 +475,8 @@ def load_atomic():
 
 
 def write_outputs(doc, json_path, md_path, strategy):
+    """The JSON file and the Markdown section: strategy "linear" or "mitogen"
+    (the usual table), or "large" (make bench-large's own section)."""
     write_atomic = load_atomic().write_atomic
     os.makedirs(os.path.dirname(json_path), exist_ok=True)
     write_atomic(json_path, json.dumps(doc, indent=1, sort_keys=True) + "\n", 0o644)
@@ -457,7 +486,8 @@ def write_outputs(doc, json_path, md_path, strategy):
     except FileNotFoundError:
         text = MD_HEADER
     begin, end = MARKERS[strategy]
-    write_atomic(md_path, replace_section(text, begin, end, render_table(doc)), 0o644)
+    body = render_large(doc) if strategy == "large" else render_table(doc)
+    write_atomic(md_path, replace_section(text, begin, end, body), 0o644)
 
 
 # ---- main paths ---------------------------------------------------------------
@@ -472,14 +502,27 @@ def lock(name):
     return handle
 
 
+def build_large(mib):
+    """sim/bundles/build-large.sh MIB (built once, cached): the bundle of make bench-large."""
+    proc = subprocess.run([os.path.join(TOP, "sim", "bundles", "build-large.sh"), str(mib)], cwd=TOP,
+                          stdout=subprocess.PIPE, text=True, check=False)
+    if proc.returncode:
+        raise BenchError("sim/bundles/build-large.sh %d failed (exit %d)" % (mib, proc.returncode))
+    directory = proc.stdout.strip().splitlines()[-1]
+    run = os.path.join(directory, RUN_136)
+    return {"dir": directory, "run": run, "payload_mib": mib, "run_bytes": os.path.getsize(run)}
+
+
 def bench(args):
     stamp = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
-    logs = os.path.join(TOP, ".cache", "bench", "logs", stamp + ("-mitogen" if args.strategy == "mitogen" else ""))
+    suffix = "-mitogen" if args.strategy == "mitogen" else ("-large" if args.bundle_mib else "")
+    logs = os.path.join(TOP, ".cache", "bench", "logs", stamp + suffix)
     os.makedirs(logs, exist_ok=True)
     reports = os.path.join(TOP, ".cache", "bench", "reports")
     fleet = Fleet(BENCH_FLEET["prefix"], BENCH_FLEET["base_port"], BENCH_FLEET["state"],
                   os.path.join(logs, "fleet.log"))
-    env = base_env(args.strategy, args.mitogen_dir)
+    large = build_large(args.bundle_mib) if args.bundle_mib else None
+    env = base_env(args.strategy, args.mitogen_dir, large["dir"] if large else BUNDLES)
     steps = plan(args.ops)
     net = NetCounter(BENCH_FLEET["base_port"])
     nodes = NodeCpu(fleet)
@@ -489,10 +532,14 @@ def bench(args):
            "params": {"sizes": args.sizes, "rounds": args.rounds, "ops": [o for o, rec in steps if rec],
                       "strategy": args.strategy,
                       "ansible_strategy": "mitogen_linear" if args.strategy == "mitogen" else "linear",
-                      "fleet": BENCH_FLEET},
+                      "fleet": BENCH_FLEET, "bundle_mib": args.bundle_mib},
            "iptables_note": net.note, "logs": os.path.relpath(logs, TOP), "runs": [], "fleet_up_s": []}
-    print("bench: sizes %s, %d round(s), operations %s; logs in %s"
-          % (" ".join(map(str, args.sizes)), args.rounds, " ".join(o for o, dummy in steps), doc["logs"]))
+    if large:
+        doc["bundle"] = {"run": os.path.relpath(large["run"], TOP), "run_bytes": large["run_bytes"],
+                         "payload_mib": large["payload_mib"]}
+    print("bench: sizes %s, %d round(s), operations %s; logs in %s%s"
+          % (" ".join(map(str, args.sizes)), args.rounds, " ".join(o for o, dummy in steps), doc["logs"],
+             "; bundle %s (%s)" % (doc["bundle"]["run"], human_bytes(large["run_bytes"])) if large else ""))
     try:
         for rnd in range(1, args.rounds + 1):
             for size in args.sizes:
@@ -500,16 +547,24 @@ def bench(args):
                 doc["fleet_up_s"].append({"size": size, "round": rnd, "s": round(up, 1)})
                 for op, recorded in steps:
                     tag = "n%02d-r%d-%s" % (size, rnd, op)
-                    record = run_playbook(op, fleet.inventory, env, logs, tag, reports, net, nodes)
+                    record = run_playbook(op, fleet.inventory, env, logs, tag, reports, net, nodes, large)
                     record.update(size=size, round=rnd, recorded=recorded)
                     doc["runs"].append(record)
+                    if large:
+                        record["x_bundle"] = egress_ratio(record["net_bytes"], large["run_bytes"])
                     print("  %2d nodes round %d %-10s %6.1f s  cpu %5.1f s  node cpu %5s s  tasks/host %-4s "
                           "changed %-4s bundle %s  net %s%s" % (size, rnd, op, record["wall_s"], record["cpu_s"],
                                         num(record["node_cpu_s"]),
                                         num(record["tasks_max"]), num(record["changed"]),
                                         human_bytes(record["bundle_bytes_sent"]),
-                                        human_bytes(record["net_bytes"]), "" if recorded else "  (not recorded)"),
-                          flush=True)
+                                        human_bytes(record["net_bytes"]), "" if recorded else "  (not recorded)")
+                          + ("  egress/bundle %s" % num(record["x_bundle"], 2) if large else ""), flush=True)
+                    if op == "copy_baseline":
+                        # Unmeasured: the nodes' disk back before the next operation.
+                        cleanup = run_playbook("copy_baseline_cleanup", fleet.inventory, env, logs,
+                                               tag + "-cleanup", reports, large=large)
+                        cleanup.update(size=size, round=rnd, recorded=False)
+                        doc["runs"].append(cleanup)
     finally:
         net.teardown()
         if not args.keep_fleet:
@@ -518,8 +573,8 @@ def bench(args):
             print("bench: fleet left up; inventory %s" % fleet.inventory)
     doc["machine"]["finished"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     doc["results"] = summarize(doc["runs"])
-    doc["goals"] = check_goals(doc["results"])
-    write_outputs(doc, args.json, args.md, args.strategy)
+    doc["goals"] = check_large_goals(doc) if large else check_goals(doc["results"])
+    write_outputs(doc, args.json, args.md, "large" if large else args.strategy)
     print("bench: results in %s and %s" % (os.path.relpath(args.json, TOP), os.path.relpath(args.md, TOP)))
     for line in result_lines(doc):
         print(line)
@@ -566,8 +621,12 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[1, 4, 16], metavar="N", help="fleet sizes (1..64)")
     p.add_argument("--rounds", type=int, default=3, help="rounds per size, each on a fresh fleet (default 3)")
-    p.add_argument("--ops", nargs="+", choices=OPS, default=list(OPS),
-                   help="operations to record (what they need runs too, unrecorded)")
+    p.add_argument("--ops", nargs="+", choices=OPS, default=list(DEFAULT_OPS),
+                   help="operations to record (what they need runs too, unrecorded); copy_baseline (the "
+                   "runbook's copy of the .run to every node) only when asked for")
+    p.add_argument("--bundle-mib", type=int, metavar="N",
+                   help="deploy 2.5.136 as the large .run of sim/bundles/build-large.sh N (built once, cached); "
+                   "results in docs/performance-large.json and their own section of docs/performance.md")
     p.add_argument("--strategy", choices=("linear", "mitogen"), default="linear")
     p.add_argument("--mitogen-dir", default=os.path.join(TOP, ".cache", "mitogen"),
                    help="where mitogen is installed (pip install --target); default .cache/mitogen")
@@ -584,11 +643,15 @@ def parse_args(argv):
         p.error("--sizes: 1 to %d nodes" % PORTS_PER_FLEET)
     if args.rounds < 1:
         p.error("--rounds: at least 1")
+    if args.bundle_mib is not None and args.bundle_mib < 1:
+        p.error("--bundle-mib: at least 1")
+    if args.bundle_mib and (args.strategy == "mitogen" or args.perf_check):
+        p.error("--bundle-mib: with the linear strategy and not with --perf-check")
     if args.json is None and args.from_json:
         args.json = args.from_json
     elif args.json is None:
         args.json = os.path.join(TOP, "docs", "performance-mitogen.json" if args.strategy == "mitogen"
-                                 else "performance.json")
+                                 else "performance-large.json" if args.bundle_mib else "performance.json")
     args.json, args.md = os.path.abspath(args.json), os.path.abspath(args.md)
     return args
 
@@ -609,8 +672,10 @@ def main(argv=None):
             with open(args.from_json, encoding="utf-8") as f:
                 doc = json.load(f)
             doc["results"] = summarize(doc.get("runs") or [])
-            doc["goals"] = check_goals(doc["results"])
-            write_outputs(doc, args.json, args.md, (doc.get("params") or {}).get("strategy", args.strategy))
+            is_large = bool((doc.get("params") or {}).get("bundle_mib"))
+            doc["goals"] = check_large_goals(doc) if is_large else check_goals(doc["results"])
+            write_outputs(doc, args.json, args.md,
+                          "large" if is_large else (doc.get("params") or {}).get("strategy", args.strategy))
             for line in result_lines(doc):
                 print(line)
         else:
@@ -623,7 +688,8 @@ def main(argv=None):
         print("bench: interrupted; iptables rule and fleet cleaned up", file=sys.stderr)
         return 130
     if args.check_goals:
-        print("goals of issue 9 (largest fleet measured):")
+        print("goals of issue %s (largest fleet measured):"
+              % (16 if (doc.get("params") or {}).get("bundle_mib") else 9))
         print(format_goals(doc["goals"]))
         if any(g["ok"] is False for g in doc["goals"]):
             return 3

@@ -8,10 +8,15 @@ and the runner are in bench.py (tests/unit/test_bench_report.py)."""
 
 import statistics
 
-OPS = ("floor", "fresh", "rerun", "rerun_full", "upgrade", "verify", "drift", "rollback")
+OPS = ("floor", "copy_baseline", "fresh", "rerun", "rerun_full", "upgrade", "verify", "drift", "rollback")
+
+# What plain `make bench` records; copy_baseline (the runbook's copy of the
+# .run to every node) is asked for by make bench-large.
+DEFAULT_OPS = tuple(op for op in OPS if op != "copy_baseline")
 
 OP_TITLES = {
     "floor": "floor (1 ping, no facts)",
+    "copy_baseline": "baseline: copy the .run to every node",
     "fresh": "fresh deploy 2.5.136",
     "rerun": "no-change re-run",
     "rerun_full": "no-change re-run, fast path off",
@@ -27,6 +32,8 @@ METRICS = ("wall_s", "cpu_s", "node_cpu_s", "cpu_bound_s", "tasks_max", "tasks_m
 MARKERS = {
     "linear": ("<!-- bench:begin -->", "<!-- bench:end -->"),
     "mitogen": ("<!-- bench-mitogen:begin -->", "<!-- bench-mitogen:end -->"),
+    # make bench-large (--bundle-mib): its own section, the small-bundle table stays
+    "large": ("<!-- bench-large:begin -->", "<!-- bench-large:end -->"),
 }
 
 MD_HEADER = """# Performance
@@ -294,3 +301,167 @@ def result_lines(doc):
                              num((e.get("cpu_s") or {}).get("median")),
                              num((e.get("node_cpu_s") or {}).get("median"))))
     return lines
+
+
+# ---- make bench-large (issue 16): the bundle at real size ---------------------------
+LARGE_GOAL_EGRESS = 2           # fresh deploy: controller egress <= 2x the bundle
+PROJECT_SIZES = (64, 1000)
+
+
+def egress_ratio(net_bytes, bundle_bytes):
+    """Controller egress over the bundle's size (None when either is unknown)."""
+    if net_bytes is None or not bundle_bytes:
+        return None
+    return round(net_bytes / bundle_bytes, 2)
+
+
+def project(size, wall_s, cpu_s, net_bytes, bundle_bytes, staged, rate, cores, to_sizes=PROJECT_SIZES):
+    """Project one operation measured on `size` nodes to larger fleets from
+    its per-node costs: controller CPU time and controller egress per node.
+
+    egress(n): the runbook's copy (staged False) sends every node its own
+    copy: n x (egress / size). Peer staging (staged True) sends the bundle
+    once (the seed; at most the measured egress) and per node only what the
+    measurement shows beyond that (SSH traffic of the tasks, any further
+    copies): seed + n x (egress - seed) / size.
+    wall(n), a lower bound set by the controller alone (on a real fleet the
+    nodes' own work runs on the nodes, in parallel): the longer of its CPU
+    time over its cores and its egress at `rate` (bytes/s the controller sent
+    in the measured baseline). Returns {n: {"net_bytes", "x_bundle",
+    "cpu_s", "wall_lb_s"}}; values are None where an input is missing."""
+    out = {}
+    for n in to_sizes:
+        if net_bytes is None or not size:
+            egress = None
+        elif staged and bundle_bytes:
+            seed = min(bundle_bytes, net_bytes)
+            egress = seed + n * (net_bytes - seed) / size
+        else:
+            egress = n * net_bytes / size
+        cpu = n * cpu_s / size if cpu_s is not None and size else None
+        bounds = []
+        if cpu is not None and cores:
+            bounds.append(cpu / cores)
+        if egress is not None and rate:
+            bounds.append(egress / rate)
+        out[n] = {"net_bytes": None if egress is None else int(round(egress)),
+                  "x_bundle": egress_ratio(egress, bundle_bytes),
+                  "cpu_s": None if cpu is None else round(cpu, 1),
+                  "wall_lb_s": round(max(bounds), 1) if bounds else None}
+    return out
+
+
+def large_comparison(doc):
+    """The fresh deploy against the runbook's baseline, per fleet size
+    measured with both: {size: {"fresh": {...}, "copy_baseline": {...},
+    "faster": bool|None, "projection": {op: project(...)}}}."""
+    bundle_bytes = (doc.get("bundle") or {}).get("run_bytes")
+    cores = (doc.get("machine") or {}).get("nproc")
+    out = {}
+    for size, ops in sorted((doc.get("results") or {}).items(), key=lambda kv: int(kv[0])):
+        if "fresh" not in ops or "copy_baseline" not in ops:
+            continue
+        row = {}
+        for op in ("copy_baseline", "fresh"):
+            e = ops[op]
+            row[op] = {"wall_s": (e.get("wall_s") or {}).get("median"),
+                       "cpu_s": (e.get("cpu_s") or {}).get("median"),
+                       "net_bytes": (e.get("net_bytes") or {}).get("median")}
+            row[op]["x_bundle"] = egress_ratio(row[op]["net_bytes"], bundle_bytes)
+        base, fresh = row["copy_baseline"], row["fresh"]
+        row["faster"] = (fresh["wall_s"] < base["wall_s"]
+                         if fresh["wall_s"] is not None and base["wall_s"] is not None else None)
+        rate = (base["net_bytes"] / base["wall_s"]
+                if base["net_bytes"] is not None and base["wall_s"] else None)
+        row["baseline_rate"] = None if rate is None else int(rate)
+        row["projection"] = {op: project(int(size), row[op]["wall_s"], row[op]["cpu_s"], row[op]["net_bytes"],
+                                         bundle_bytes, op == "fresh", rate, cores)
+                             for op in ("copy_baseline", "fresh")}
+        out[size] = row
+    return out
+
+
+def check_large_goals(doc):
+    """Issue 16's goals on the largest fleet measured with both operations:
+    fresh deploy egress <= 2x the bundle, and less wall time than the baseline."""
+    comparison = large_comparison(doc)
+    if not comparison:
+        return []
+    size = max(comparison, key=int)
+    row = comparison[size]
+    ratio = row["fresh"]["x_bundle"]
+    egress, bundle_bytes = row["fresh"]["net_bytes"], (doc.get("bundle") or {}).get("run_bytes")
+    return [
+        {"id": "fresh_egress", "goal": "%s-node fresh deploy: controller egress <= %dx the bundle"
+         % (size, LARGE_GOAL_EGRESS), "size": int(size), "value": ratio, "limit": LARGE_GOAL_EGRESS,
+         # bytes, not the rounded ratio
+         "ok": None if ratio is None else egress <= LARGE_GOAL_EGRESS * bundle_bytes},
+        {"id": "fresh_vs_baseline", "goal": "%s-node fresh deploy: wall time < the baseline's" % size,
+         "size": int(size), "value": row["fresh"]["wall_s"], "limit": row["copy_baseline"]["wall_s"],
+         "ok": row["faster"]},
+    ]
+
+
+def _seconds(value):
+    if value is None:
+        return "n/a"
+    if value >= 3600:
+        return "%.1f h" % (value / 3600)
+    if value >= 120:
+        return "%.0f min" % (value / 60)
+    return "%.0f s" % value
+
+
+def render_large(doc):
+    """Markdown for make bench-large's section: the bundle, the usual table
+    (without issue 9's goals), the baseline and the fresh deploy side by
+    side, issue 16's goals and the scaling note."""
+    bundle = doc.get("bundle") or {}
+    body = render_table(dict(doc, goals=[]))
+    lines = ["Bundle: `%s`, %s (%s bytes; %s MiB of incompressible payload in tops-sdk), deployed as the .run "
+             "(`topsrider_bundle`), its extraction cached on the controller before the runs."
+             % (bundle.get("run", "?"), human_bytes(bundle.get("run_bytes")), bundle.get("run_bytes", "?"),
+                bundle.get("payload_mib", "?")), "", body.rstrip("\n"), ""]
+    comparison = large_comparison(doc)
+    bundle_bytes = bundle.get("run_bytes")
+    if comparison:
+        lines.append("| nodes | operation | wall s | controller egress | egress / bundle | controller CPU s |")
+        lines.append("|---:|---|---:|---:|---:|---:|")
+        for size, row in comparison.items():
+            for op in ("copy_baseline", "fresh"):
+                r = row[op]
+                lines.append("| %s | %s | %s | %s | %s | %s |" % (
+                    size, OP_TITLES[op], num(r["wall_s"]), human_bytes(r["net_bytes"]),
+                    "n/a" if r["x_bundle"] is None else "%.2fx" % r["x_bundle"], num(r["cpu_s"])))
+        goals = check_large_goals(doc)
+        lines.append("")
+        lines.append("| goal (issue 16) | measured | limit | met |")
+        lines.append("|---|---:|---:|---|")
+        for g in goals:
+            lines.append("| %s | %s | %s | %s |" % (g["goal"], num(g["value"], 2), num(g["limit"], 2),
+                                                    {True: "yes", False: "**no**", None: "not measured"}[g["ok"]]))
+        size = max(comparison, key=int)
+        row = comparison[size]
+        lines.append("")
+        lines.append("Scaling note, projected from the %s-node run's per-node costs (controller CPU and "
+                     "controller egress per node; wall time as a lower bound set by the controller alone: "
+                     "its CPU time over its %s cores, or its egress at the %s/s it sent in the baseline, "
+                     "whichever is longer; the nodes' own work runs on the nodes):"
+                     % (size, (doc.get("machine") or {}).get("nproc", "?"), human_bytes(row["baseline_rate"])))
+        lines.append("")
+        lines.append("| nodes | operation | controller egress | egress / bundle | controller CPU s | wall >= |")
+        lines.append("|---:|---|---:|---:|---:|---:|")
+        for n in PROJECT_SIZES:
+            for op in ("copy_baseline", "fresh"):
+                p = row["projection"][op][n]
+                lines.append("| %s | %s | %s | %s | %s | %s |" % (
+                    n, OP_TITLES[op], human_bytes(p["net_bytes"]),
+                    "n/a" if p["x_bundle"] is None else "%.1fx" % p["x_bundle"], num(p["cpu_s"]),
+                    _seconds(p["wall_lb_s"])))
+    elif bundle_bytes:
+        lines.append("No fleet size was measured with both the fresh deploy and the baseline: no comparison.")
+    lines.append("")
+    lines.append("Controller egress: the IP bytes the controller sent to the nodes' SSH ports (the bench's "
+                 "iptables accounting). Bytes the nodes send each other over HTTP (peer staging) go to other "
+                 "ports and are not the controller's egress.")
+    return "\n".join(lines) + "\n"

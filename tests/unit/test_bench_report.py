@@ -324,3 +324,133 @@ def test_container_cpu_from_each_cgroup_layout(tmp_path, rel, name, text):
 def test_cpu_bound():
     assert report.cpu_bound_s(148.0, 52.0, 2) == 100.0
     assert report.cpu_bound_s(148.0, None, 2) is None and report.cpu_bound_s(1.0, 1.0, 0) is None
+
+
+# ---- make bench-large (issue 16): the bundle at real size ---------------------------
+GIB = 1024 ** 3
+MIB = 1024 ** 2
+
+
+def large_doc(base_wall=100.0, base_net=16 * GIB + 16 * 10 * MIB, fresh_wall=80.0, fresh_net=GIB + 16 * 10 * MIB,
+              size=16, nproc=2):
+    runs = [run(size, "copy_baseline", base_wall, cpu_s=20.0, net_bytes=base_net),
+            run(size, "copy_baseline_cleanup", 3.0, recorded=False),
+            run(size, "fresh", fresh_wall, cpu_s=160.0, net_bytes=fresh_net)]
+    doc = {"machine": {"nproc": nproc, "date": "2026-11-23 21:00 UTC"},
+           "params": {"rounds": 1, "bundle_mib": 1024},
+           "bundle": {"run": ".cache/bundles-large/1024M/TopsRider_t2x_2.5.136_deb_amd64.run", "run_bytes": GIB,
+                      "payload_mib": 1024},
+           "runs": runs}
+    doc["results"] = report.summarize(runs)
+    return doc
+
+
+def test_copy_baseline_is_not_a_default_operation():
+    assert "copy_baseline" in report.OPS and "copy_baseline" not in report.DEFAULT_OPS
+    assert bench.parse_args([]).ops == list(report.DEFAULT_OPS)
+    assert bench.plan(["fresh", "copy_baseline"]) == [("copy_baseline", True), ("fresh", True)]
+
+
+def test_bundle_mib_writes_its_own_json_and_is_refused_where_it_does_not_apply():
+    args = bench.parse_args(["--bundle-mib", "8", "--sizes", "2", "--ops", "fresh", "copy_baseline"])
+    assert args.bundle_mib == 8 and args.json.endswith(os.path.join("docs", "performance-large.json"))
+    assert bench.parse_args([]).json.endswith(os.path.join("docs", "performance.json"))
+    for argv in (["--bundle-mib", "0"], ["--bundle-mib", "8", "--strategy", "mitogen"],
+                 ["--bundle-mib", "8", "--perf-check"]):
+        with pytest.raises(SystemExit):
+            bench.parse_args(argv)
+
+
+def test_playbook_args_deploy_the_large_run_and_copy_it_for_the_baseline():
+    large = {"dir": "/x/1024M", "run": "/x/1024M/TopsRider_t2x_2.5.136_deb_amd64.run"}
+    fresh = bench.playbook_args("fresh", large)
+    assert "topsrider_bundle=/x/1024M/TopsRider_t2x_2.5.136_deb_amd64.run" in fresh
+    assert "topsrider_bundle_cache=/x/1024M/runs" in fresh
+    assert not any(a.startswith("topsrider_bundle_dir=") for a in fresh)
+    assert "bench_baseline_run=/x/1024M/TopsRider_t2x_2.5.136_deb_amd64.run" in bench.playbook_args(
+        "copy_baseline", large)
+    assert "bench_baseline_state=absent" in bench.playbook_args("copy_baseline_cleanup", large)
+    small = bench.playbook_args("fresh")
+    assert any(a.startswith("topsrider_bundle_dir=") and a.endswith("2.5.136") for a in small)
+    # 2.5.140 stays the small sample in both
+    assert bench.playbook_args("upgrade", large) == bench.playbook_args("upgrade")
+
+
+def test_egress_ratio():
+    assert report.egress_ratio(3 * GIB, GIB) == 3.0
+    assert report.egress_ratio(None, GIB) is None and report.egress_ratio(5, 0) is None
+
+
+def test_project_the_runbook_copy_scales_with_the_nodes():
+    p = report.project(16, 100.0, 20.0, 16 * GIB, GIB, False, 16 * GIB / 100.0, 2)
+    assert p[64]["net_bytes"] == 64 * GIB and p[64]["x_bundle"] == 64.0
+    assert p[1000]["x_bundle"] == 1000.0 and p[1000]["cpu_s"] == 1250.0
+    # egress at the measured rate: 1000 copies take 1000/16 x the measured 100 s
+    assert p[1000]["wall_lb_s"] == 6250.0
+
+
+def test_project_peer_staging_sends_the_seed_once_plus_the_per_node_traffic():
+    rate = 16 * GIB / 100.0
+    p = report.project(16, 80.0, 160.0, GIB + 16 * 10 * MIB, GIB, True, rate, 2)
+    assert p[64]["net_bytes"] == GIB + 64 * 10 * MIB
+    assert p[1000]["x_bundle"] == round((GIB + 1000 * 10 * MIB) / GIB, 2)
+    # the controller's CPU (10 s a node over 2 cores) bounds it, not its egress
+    assert p[1000]["cpu_s"] == 10000.0 and p[1000]["wall_lb_s"] == 5000.0
+    # a staging that still copies to every node projects like the baseline
+    q = report.project(16, 80.0, 160.0, 16 * GIB, GIB, True, rate, 2)
+    assert q[1000]["net_bytes"] == GIB + 1000 * 15 * GIB // 16
+
+
+def test_project_without_numbers():
+    p = report.project(16, None, None, None, GIB, True, None, 2)
+    assert p[64] == {"net_bytes": None, "x_bundle": None, "cpu_s": None, "wall_lb_s": None}
+
+
+def test_large_comparison_and_goals_met():
+    doc = large_doc()
+    row = report.large_comparison(doc)["16"]
+    assert row["copy_baseline"]["x_bundle"] == 16.16 and row["fresh"]["x_bundle"] == 1.16
+    assert row["faster"] is True and row["baseline_rate"] == int((16 * GIB + 160 * MIB) / 100.0)
+    goals = {g["id"]: g for g in report.check_large_goals(doc)}
+    assert goals["fresh_egress"]["ok"] and goals["fresh_egress"]["value"] == 1.16
+    assert goals["fresh_vs_baseline"]["ok"] and goals["fresh_vs_baseline"]["limit"] == 100.0
+
+
+@pytest.mark.parametrize("kw,missed", [
+    ({"fresh_net": 2 * GIB + 1}, "fresh_egress"),
+    ({"fresh_wall": 100.0}, "fresh_vs_baseline"),
+])
+def test_large_goals_can_be_missed(kw, missed):
+    goals = report.check_large_goals(large_doc(**kw))
+    assert [g["id"] for g in goals if not g["ok"]] == [missed]
+
+
+def test_large_goals_need_both_operations():
+    doc = large_doc()
+    doc["results"] = report.summarize([r for r in doc["runs"] if r["op"] != "copy_baseline"])
+    assert report.large_comparison(doc) == {} and report.check_large_goals(doc) == []
+    assert "No fleet size was measured with both" in report.render_large(doc)
+
+
+def test_render_large_side_by_side_and_scaling_note():
+    text = report.render_large(large_doc())
+    assert "1.0 GiB (1073741824 bytes; 1024 MiB of incompressible payload" in text
+    assert "| 16 | baseline: copy the .run to every node | 100.0 | 16.2 GiB | 16.16x | 20.0 |" in text
+    assert "| 16 | fresh deploy 2.5.136 | 80.0 | 1.2 GiB | 1.16x | 160.0 |" in text
+    assert "| 16-node fresh deploy: controller egress <= 2x the bundle | 1.16 | 2 | yes |" in text
+    assert "| 1000 | baseline: copy the .run to every node | 1009.8 GiB | 1009.8x | 1250.0 | 1.7 h |" in text
+    assert "| 1000 | fresh deploy 2.5.136 | 10.8 GiB | 10.8x | 10000.0 | 1.4 h |" in text
+    assert "goal (issue 9)" not in text and "not the controller's egress" in text
+
+
+def test_large_section_leaves_the_small_table_alone(tmp_path):
+    md = tmp_path / "performance.md"
+    small = "# P\n\n<!-- bench:begin -->\nsmall table\n<!-- bench:end -->\n\nprose\n"
+    md.write_text(small)
+    doc = large_doc()
+    bench.write_outputs(doc, str(tmp_path / "large.json"), str(md), "large")
+    text = md.read_text()
+    assert text.startswith(small) and "<!-- bench-large:begin -->" in text and "16.16x" in text
+    bench.write_outputs(large_doc(fresh_net=GIB), str(tmp_path / "large.json"), str(md), "large")
+    again = md.read_text()
+    assert again.startswith(small) and again.count("<!-- bench-large:begin -->") == 1 and "| 1.00x |" in again
