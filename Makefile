@@ -28,6 +28,7 @@ help:
 	@echo "make bench  fleets of 1, 4 and 16 nodes: what each playbook costs (docs/performance.md)"
 	@echo "make fabric-check-test  the fabric check on eight simulated nodes (docs/fabric.md; not in make test)"
 	@echo "make slurm-test  molecule slurm: a real Slurm cluster of simulated nodes, sbatch and the health gate (docs/slurm.md)"
+	@echo "make bench-large  16 nodes, 1 GiB bundle: fresh deploy vs copying the .run to every node"
 	@echo "make bench-mitogen  the same with Mitogen's strategy (measured, not shipped)"
 
 # ---- set-up -----------------------------------------------------------------
@@ -139,10 +140,21 @@ clean: fleet-down
 # results in docs/performance.json and docs/performance.md; BENCH_ARGS e.g.
 # "--sizes 1 --rounds 1" or "--strategy mitogen". make perf-check: the
 # no-change re-run must change nothing and re-send no bundle bytes.
-.PHONY: bench bench-mitogen perf-check
+.PHONY: bench bench-mitogen bench-large perf-check
 BENCH_ARGS ?=
 bench: setup
 	$(VENV)/bin/python scripts/bench/bench.py $(BENCH_ARGS)
+
+# make bench-large (issue 16): the 2.5.136 bundle with 1 GiB of incompressible
+# payload (sim/bundles/build-large.sh, built once into .cache/bundles-large),
+# 16 nodes: the fresh deploy against the runbook's copy of the .run to every
+# node; docs/performance-large.json and its own section of docs/performance.md.
+# Needs about 35 GiB free (16 nodes x cache copy + unpacked). BENCH_LARGE_ARGS
+# e.g. "--sizes 2 --bundle-mib 8" for a quick look.
+BENCH_LARGE_ARGS ?=
+bench-large: setup
+	$(VENV)/bin/python scripts/bench/bench.py --sizes 16 --rounds 1 --bundle-mib 1024 --ops fresh copy_baseline \
+	  $(BENCH_LARGE_ARGS)
 
 # The same with Mitogen's strategy (measured, not shipped: docs/performance.md).
 MITOGEN_DIR := $(CURDIR)/.cache/mitogen
