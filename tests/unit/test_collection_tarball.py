@@ -25,7 +25,8 @@ SHIPPED = ("scripts/topsrider-manifest", "scripts/topsrider-drift", "scripts/top
            "contrib/execution-environment.yml", "contrib/prometheus/topsrider-alerts.yml", "playbooks/drift.yml", "plugins/modules/deb_bundle.py",
            "roles/tops_sdk/tasks/main.yml", "changelogs/changelog.yaml", "CHANGELOG.md", "README.md")
 LEFT_OUT = ("molecule/", "sim/", "tests/", "scripts/bench/", "scripts/molecule-all.sh", "scripts/sanity.sh",
-            "scripts/demo.sh", "docs/performance.json", "docs/performance-mitogen.json", "Makefile",
+            "scripts/demo.sh", "docs/performance.json", "docs/performance-mitogen.json", "docs/performance-large.json",
+            "Makefile",
             "ansible.cfg", "requirements/", "changelogs/.plugin-cache.yaml", ".sim/", ".cache/")
 
 
