@@ -288,9 +288,11 @@ def cpu_bound_s(controller_cpu_s, node_cpu_s, cores):
 def result_lines(doc):
     """The summary the bench prints at the end: a line per size and operation."""
     lines = []
+    bundle_bytes = (doc.get("bundle") or {}).get("run_bytes")
     for size, ops in sorted((doc.get("results") or {}).items(), key=lambda kv: int(kv[0])):
         for op, e in ops.items():
             wall = e.get("wall_s") or {}
+            ratio = egress_ratio((e.get("net_bytes") or {}).get("median"), bundle_bytes)
             lines.append("  %2s nodes  %-31s wall %7s s  x%-5s tasks/host %-4s changed %-4s bundle %-10s net %-10s "
                          "cpu %s s  node cpu %s s" % (
                              size, OP_TITLES.get(op, op), num(wall.get("median")),
@@ -299,7 +301,8 @@ def result_lines(doc):
                              human_bytes((e.get("bundle_bytes_sent") or {}).get("max")),
                              human_bytes((e.get("net_bytes") or {}).get("median")),
                              num((e.get("cpu_s") or {}).get("median")),
-                             num((e.get("node_cpu_s") or {}).get("median"))))
+                             num((e.get("node_cpu_s") or {}).get("median")))
+                         + ("  egress/bundle %s" % num(ratio, 2) if bundle_bytes else ""))
     return lines
 
 

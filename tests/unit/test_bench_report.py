@@ -454,3 +454,9 @@ def test_large_section_leaves_the_small_table_alone(tmp_path):
     bench.write_outputs(large_doc(fresh_net=GIB), str(tmp_path / "large.json"), str(md), "large")
     again = md.read_text()
     assert again.startswith(small) and again.count("<!-- bench-large:begin -->") == 1 and "| 1.00x |" in again
+
+
+def test_result_lines_show_egress_over_the_bundle_for_the_large_bench():
+    lines = report.result_lines(large_doc())
+    assert lines[0].endswith("egress/bundle 16.16") and lines[1].endswith("egress/bundle 1.16")
+    assert "egress/bundle" not in "".join(report.result_lines({"results": large_doc()["results"]}))
