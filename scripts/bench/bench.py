@@ -553,11 +553,11 @@ def bench(args):
                     if large:
                         record["x_bundle"] = egress_ratio(record["net_bytes"], large["run_bytes"])
                     print("  %2d nodes round %d %-10s %6.1f s  cpu %5.1f s  node cpu %5s s  tasks/host %-4s "
-                          "changed %-4s bundle %s  net %s%s" % (size, rnd, op, record["wall_s"], record["cpu_s"],
-                                        num(record["node_cpu_s"]),
-                                        num(record["tasks_max"]), num(record["changed"]),
-                                        human_bytes(record["bundle_bytes_sent"]),
-                                        human_bytes(record["net_bytes"]), "" if recorded else "  (not recorded)")
+                          "changed %-4s bundle %s  net %s%s" % (
+                              size, rnd, op, record["wall_s"], record["cpu_s"], num(record["node_cpu_s"]),
+                              num(record["tasks_max"]), num(record["changed"]),
+                              human_bytes(record["bundle_bytes_sent"]), human_bytes(record["net_bytes"]),
+                              "" if recorded else "  (not recorded)")
                           + ("  egress/bundle %s" % num(record["x_bundle"], 2) if large else ""), flush=True)
                     if op == "copy_baseline":
                         # Unmeasured: the nodes' disk back before the next operation.
