@@ -101,3 +101,25 @@ def test_the_failed_upgrade_prints_its_report_unwrapped(host):
     else:
         assert row[1:3] == ["ok", "2.5.140"]
     assert not [line for line in log.splitlines() if line.strip() == "|"]
+
+
+def test_the_controller_sent_each_bundle_once_and_the_nodes_fed_each_other(host):
+    """Peer staging (issue 16): in each deploy (batches of one node) the first node that needed the
+    bundle got it from the controller; each later one fetched it over HTTP from a node of an earlier
+    batch that fed nobody yet (the servers' request logs). 2.5.136: node1 -> node2 -> node3 -> node4.
+    2.5.140: node1 -> node2 -> node3; node4's other bundle (another manifest) came from the controller."""
+    log = host.file("/var/cache/topsrider/.serve.log")
+    served = re.findall(r'"GET /manifest\.json HTTP/1\.[01]" 200', log.content_string) if log.exists else []
+    assert len(served) == {"topsrider-fleet-node1": 2, "topsrider-fleet-node2": 2, "topsrider-fleet-node3": 1}.get(node(host), 0)
+    # Every server of the run was stopped at its end.
+    assert not host.file("/var/cache/topsrider/.serve.json").exists
+    assert host.run("pgrep -f topsrider-bundle-serv[e]").rc == 1
+
+
+def test_the_upgrade_printed_staging_progress_with_its_source():
+    with open(os.path.join(EPH, "upgrade.log")) as f:
+        text = f.read()
+    for peer, source in (("topsrider-fleet-node2", "topsrider-fleet-node1"), ("topsrider-fleet-node3", "topsrider-fleet-node2")):
+        assert re.search(r"^%s: 2\.5\.140 from %s \(http://127\.0\.0\.1:\d+\): "
+                         r"[\d.]+ KiB of [\d.]+ KiB \(100%%\)$" % (peer, source), text, re.M), peer
+    assert "topsrider-fleet-node4: 2.5.140 from" not in text

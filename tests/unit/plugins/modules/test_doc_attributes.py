@@ -14,6 +14,9 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", 
 MODULES = sorted(f[:-3] for f in os.listdir(os.path.join(TOP, "plugins", "modules"))
                  if f.endswith(".py") and not f.startswith("_"))
 READ_ONLY = ("eccl_probe", "gcu_devices", "topsrider_state")
+# Modules that are an action plugin (plugins/action/<name>.py) also say so, and whether async applies.
+ACTIONS = sorted(f[:-3] for f in os.listdir(os.path.join(TOP, "plugins", "action"))
+                 if f.endswith(".py") and not f.startswith("_"))
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +37,8 @@ def test_every_module_renders_complete_attributes(docs):
     assert sorted(docs) == MODULES
     for name, doc in docs.items():
         attrs = doc["attributes"]
-        assert sorted(attrs) == ["check_mode", "diff_mode", "platform"], name
+        extra = ["action", "async"] if name in ACTIONS else []
+        assert sorted(attrs) == sorted(["check_mode", "diff_mode", "platform"] + extra), name
         for key, attr in attrs.items():
             assert attr.get("support") in ("full", "partial", "none"), (name, key)
             assert attr.get("description"), (name, key)
