@@ -23,7 +23,7 @@ FLEET_SIZE  ?= 4
 help:
 	@echo "make demo   simulated T20 fleet + the real playbooks against it"
 	@echo "make test   lint, sanity, units, molecule, README examples, perf check (sets everything up first)"
-	@echo "make test-slow  the four longest molecule scenarios (dist_launch, drift, rollback_truth, slurm); CI runs it after make test"
+	@echo "make test-slow  the molecule scenarios left out of make test (dist_launch, drift, rollback_truth, slurm, staging); CI runs it after make test"
 	@echo "make setup  only the set-up (venv, docker engine, sim image, bundles)"
 	@echo "make bench  fleets of 1, 4 and 16 nodes: what each playbook costs (docs/performance.md)"
 	@echo "make fabric-check-test  the fabric check on eight simulated nodes (docs/fabric.md; not in make test)"
@@ -90,7 +90,7 @@ units: venv collection-link
 # scenarios (multi-node drift and launch, rollback fault injection, the real
 # Slurm cluster; about 29 minutes together) run in make test-slow, which CI
 # runs after make test.
-SLOW_SCENARIOS := dist_launch drift rollback_truth slurm
+SLOW_SCENARIOS := dist_launch drift rollback_truth slurm staging
 
 molecule: setup
 	@MOLECULE_SKIP="fabric $(SLOW_SCENARIOS)" scripts/molecule-all.sh
