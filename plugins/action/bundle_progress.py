@@ -44,6 +44,12 @@ def progress_line(host, label, source, done, total):
     return "%s: %s from %s: %s of %s (%d%%)" % (host, label, source, human_bytes(done), human_bytes(total), percent)
 
 
+def poll_delay(polls, interval):
+    """Seconds before the next poll: 0.5, 1, 2, 4 ... up to interval, so a small
+    transfer is not kept waiting for a whole interval and a long one polls every interval."""
+    return min(float(interval), 0.5 * 2 ** min(polls, 16))
+
+
 def failure_message(host, label, source, failures):
     """The failed task's message: which files, from which source, and why."""
     parts = ["%s: %s" % (f["file"], (f.get("msg") or "failed").strip()) for f in failures]
@@ -94,6 +100,7 @@ class ActionModule(ActionBase):
         total = sum(job["size"] for job in jobs.values())
         deadline = time.monotonic() + args["timeout"]
         done_bytes = 0
+        polls = 0
         finished = []
         try:
             while jobs:
@@ -112,7 +119,8 @@ class ActionModule(ActionBase):
                     break
                 partial = self._partial_bytes(args["partial_dir"], task_vars)
                 display.display(progress_line(host, args["label"], args["source"], done_bytes + partial, total))
-                time.sleep(args["interval"])
+                time.sleep(poll_delay(polls, args["interval"]))
+                polls += 1
         finally:
             for item in finished:
                 if item.get("ansible_job_id"):

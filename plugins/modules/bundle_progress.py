@@ -45,7 +45,7 @@ options:
     type: str
     default: bundle
   interval:
-    description: Seconds between polls (and lines).
+    description: Seconds between polls (and lines) once the transfer runs long; the first polls come sooner (0.5, 1, 2, 4 ... seconds).
     type: float
     default: 10
   timeout:

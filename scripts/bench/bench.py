@@ -33,7 +33,9 @@ sim/bundles/build-large.sh N (built once, cached), deployed as it is
 fills). The operation copy_baseline (--ops; never a default) is what a
 published runbook does: ansible.builtin.copy of the .run to every node
 (scripts/bench/copy_baseline.yml), measured like the others, its copies
-removed afterwards by an unmeasured run. Results: docs/performance-large.json
+removed afterwards by an unmeasured run. The operation stage (--ops; never a
+default) is its like-for-like counterpart: the staging alone, as deploy.yml
+runs it (scripts/bench/stage.yml), its staged bundles removed afterwards. Results: docs/performance-large.json
 and the section between <!-- bench-large:begin --> and <!-- bench-large:end -->:
 controller egress over the bundle's size and wall time for the fresh deploy
 and the baseline side by side, issue 16's goals and a projection to 64 and
@@ -325,15 +327,19 @@ def playbook_args(op, large=None):
         in136 = ["-e", "topsrider_bundle=" + large["run"],
                  "-e", "topsrider_bundle_cache=" + os.path.join(large["dir"], "runs")]
         run136 = large["run"]
+        dir136 = os.path.join(large["dir"], "2.5.136")
     else:
         in136 = ["-e", "topsrider_bundle_dir=" + os.path.join(BUNDLES, "2.5.136")]
         run136 = os.path.join(BUNDLES, RUN_136)
+        dir136 = os.path.join(BUNDLES, "2.5.136")
     b140 = os.path.join(BUNDLES, "2.5.140")
     baseline = os.path.join(HERE, "copy_baseline.yml")
     return {
         "floor": [os.path.join(HERE, "floor.yml")],
         "copy_baseline": [baseline, "-e", "bench_baseline_run=" + run136],
         "copy_baseline_cleanup": [baseline, "-e", "bench_baseline_state=absent"],
+        "stage": [os.path.join(HERE, "stage.yml"), "-e", "bench_stage_dir=" + dir136],
+        "stage_cleanup": [os.path.join(HERE, "stage.yml"), "-e", "bench_stage_state=absent"],
         "fresh": [os.path.join(TOP, "playbooks", "deploy.yml")] + in136,
         "rerun": [os.path.join(TOP, "playbooks", "deploy.yml")] + in136,
         "rerun_full": [os.path.join(TOP, "playbooks", "deploy.yml")] + in136
@@ -559,9 +565,9 @@ def bench(args):
                               human_bytes(record["bundle_bytes_sent"]), human_bytes(record["net_bytes"]),
                               "" if recorded else "  (not recorded)")
                           + ("  egress/bundle %s" % num(record["x_bundle"], 2) if large else ""), flush=True)
-                    if op == "copy_baseline":
-                        # Unmeasured: the nodes' disk back before the next operation.
-                        cleanup = run_playbook("copy_baseline_cleanup", fleet.inventory, env, logs,
+                    if op in ("copy_baseline", "stage"):
+                        # Unmeasured: the nodes' disk back (and, after stage, nothing staged) before the next operation.
+                        cleanup = run_playbook(op + "_cleanup", fleet.inventory, env, logs,
                                                tag + "-cleanup", reports, large=large)
                         cleanup.update(size=size, round=rnd, recorded=False)
                         doc["runs"].append(cleanup)

@@ -8,15 +8,17 @@ and the runner are in bench.py (tests/unit/test_bench_report.py)."""
 
 import statistics
 
-OPS = ("floor", "copy_baseline", "fresh", "rerun", "rerun_full", "upgrade", "verify", "drift", "rollback")
+OPS = ("floor", "copy_baseline", "stage", "fresh", "rerun", "rerun_full", "upgrade", "verify", "drift", "rollback")
 
 # What plain `make bench` records; copy_baseline (the runbook's copy of the
 # .run to every node) is asked for by make bench-large.
-DEFAULT_OPS = tuple(op for op in OPS if op != "copy_baseline")
+# stage (the staging alone, as a deploy does it) is its like-for-like counterpart.
+DEFAULT_OPS = tuple(op for op in OPS if op not in ("copy_baseline", "stage"))
 
 OP_TITLES = {
     "floor": "floor (1 ping, no facts)",
     "copy_baseline": "baseline: copy the .run to every node",
+    "stage": "staging only (bundle_stage, peers, batches of 25%)",
     "fresh": "fresh deploy 2.5.136",
     "rerun": "no-change re-run",
     "rerun_full": "no-change re-run, fast path off",
@@ -354,6 +356,10 @@ def project(size, wall_s, cpu_s, net_bytes, bundle_bytes, staged, rate, cores, t
     return out
 
 
+# The operations of make bench-large's comparison, in the order shown.
+LARGE_OPS = ("copy_baseline", "stage", "fresh")
+
+
 def large_comparison(doc):
     """The fresh deploy against the runbook's baseline, per fleet size
     measured with both: {size: {"fresh": {...}, "copy_baseline": {...},
@@ -365,7 +371,8 @@ def large_comparison(doc):
         if "fresh" not in ops or "copy_baseline" not in ops:
             continue
         row = {}
-        for op in ("copy_baseline", "fresh"):
+        measured = [op for op in LARGE_OPS if op in ops]
+        for op in measured:
             e = ops[op]
             row[op] = {"wall_s": (e.get("wall_s") or {}).get("median"),
                        "cpu_s": (e.get("cpu_s") or {}).get("median"),
@@ -378,8 +385,9 @@ def large_comparison(doc):
                 if base["net_bytes"] is not None and base["wall_s"] else None)
         row["baseline_rate"] = None if rate is None else int(rate)
         row["projection"] = {op: project(int(size), row[op]["wall_s"], row[op]["cpu_s"], row[op]["net_bytes"],
-                                         bundle_bytes, op == "fresh", rate, cores)
-                             for op in ("copy_baseline", "fresh")}
+                                         bundle_bytes, op != "copy_baseline", rate, cores)
+                             for op in measured}
+        row["ops"] = measured
         out[size] = row
     return out
 
@@ -402,7 +410,15 @@ def check_large_goals(doc):
         {"id": "fresh_vs_baseline", "goal": "%s-node fresh deploy: wall time < the baseline's" % size,
          "size": int(size), "value": row["fresh"]["wall_s"], "limit": row["copy_baseline"]["wall_s"],
          "ok": row["faster"]},
-    ]
+    ] + ([
+        {"id": "stage_vs_baseline", "goal": "%s-node staging alone: wall time < the baseline's" % size,
+         "size": int(size), "value": row["stage"]["wall_s"], "limit": row["copy_baseline"]["wall_s"],
+         "ok": None if row["stage"]["wall_s"] is None or row["copy_baseline"]["wall_s"] is None
+         else row["stage"]["wall_s"] < row["copy_baseline"]["wall_s"]},
+        {"id": "stage_egress", "goal": "%s-node staging alone: controller egress <= %dx the bundle"
+         % (size, LARGE_GOAL_EGRESS), "size": int(size), "value": row["stage"]["x_bundle"], "limit": LARGE_GOAL_EGRESS,
+         "ok": None if row["stage"]["net_bytes"] is None else row["stage"]["net_bytes"] <= LARGE_GOAL_EGRESS * bundle_bytes},
+    ] if "stage" in row else [])
 
 
 def _seconds(value):
@@ -431,7 +447,7 @@ def render_large(doc):
         lines.append("| nodes | operation | wall s | controller egress | egress / bundle | controller CPU s |")
         lines.append("|---:|---|---:|---:|---:|---:|")
         for size, row in comparison.items():
-            for op in ("copy_baseline", "fresh"):
+            for op in row["ops"]:
                 r = row[op]
                 lines.append("| %s | %s | %s | %s | %s | %s |" % (
                     size, OP_TITLES[op], num(r["wall_s"]), human_bytes(r["net_bytes"]),
@@ -455,7 +471,7 @@ def render_large(doc):
         lines.append("| nodes | operation | controller egress | egress / bundle | controller CPU s | wall >= |")
         lines.append("|---:|---|---:|---:|---:|---:|")
         for n in PROJECT_SIZES:
-            for op in ("copy_baseline", "fresh"):
+            for op in row["ops"]:
                 p = row["projection"][op][n]
                 lines.append("| %s | %s | %s | %s | %s | %s |" % (
                     n, OP_TITLES[op], human_bytes(p["net_bytes"]),

@@ -4,7 +4,7 @@ import pytest
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gcu.topsrider.plugins.action.bundle_progress import (
-    failure_message, human_bytes, progress_line, started_jobs)
+    failure_message, human_bytes, poll_delay, progress_line, started_jobs)
 
 
 def test_progress_line_has_bytes_percent_and_source():
@@ -38,3 +38,8 @@ def test_started_jobs_from_registered_results_skipped_items_ignored():
 def test_started_jobs_without_a_size_is_an_error():
     with pytest.raises(AnsibleActionFail, match="no item with file and size"):
         started_jobs([{"ansible_job_id": "j1", "item": "a.deb"}])
+
+
+def test_polls_start_fast_and_settle_at_the_interval():
+    assert [poll_delay(n, 10) for n in range(7)] == [0.5, 1, 2, 4, 8, 10, 10]
+    assert poll_delay(1000, 10) == 10
