@@ -28,7 +28,7 @@ help:
 	@echo "make bench  fleets of 1, 4 and 16 nodes: what each playbook costs (docs/performance.md)"
 	@echo "make fabric-check-test  the fabric check on eight simulated nodes (docs/fabric.md; not in make test)"
 	@echo "make slurm-test  molecule slurm: a real Slurm cluster of simulated nodes, sbatch and the health gate (docs/slurm.md)"
-	@echo "make bench-large  16 nodes, 1 GiB bundle: fresh deploy vs copying the .run to every node"
+	@echo "make bench-large  16 nodes, 1 GiB bundle: copying the .run to every node vs the staging alone vs a fresh deploy"
 	@echo "make bench-mitogen  the same with Mitogen's strategy (measured, not shipped)"
 
 # ---- set-up -----------------------------------------------------------------
