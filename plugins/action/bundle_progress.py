@@ -2,10 +2,11 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action of gcu.topsrider.bundle_progress (documented in plugins/modules/bundle_progress.py).
 
-Waits for background (async) downloads on one node and prints a progress line
-per poll: the bytes already in place plus those in the partial directory,
-against the total, with the source named. Each poll runs async_status for the
-unfinished jobs and one find on the partial directory; nothing else is sent.
+Waits for one background (async) fetch job on a node (gcu.topsrider.bundle_fetch
+started with poll: 0) and prints a progress line per poll: the bytes of the
+job's files already in the destination or in the partial directory, against
+the total, with the source named. Each poll runs async_status for the job and,
+while it runs, one find over the two directories; nothing else is sent.
 """
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from ansible.utils.display import Display
 display = Display()
 
 ARGUMENT_SPEC = {
-    "jobs": {"type": "list", "elements": "dict", "required": True},
+    "job": {"type": "dict", "required": True},
+    "files": {"type": "list", "elements": "dict", "required": True},
+    "dest_dir": {"type": "path", "required": True},
     "partial_dir": {"type": "path", "required": True},
     "source": {"type": "str", "required": True},
     "label": {"type": "str", "default": "bundle"},
@@ -45,31 +48,36 @@ def progress_line(host, label, source, done, total):
 
 
 def poll_delay(polls, interval):
-    """Seconds before the next poll: 0.5, 1, 2, 4 ... up to interval, so a small
-    transfer is not kept waiting for a whole interval and a long one polls every interval."""
-    return min(float(interval), 0.5 * 2 ** min(polls, 16))
+    """Seconds before the next poll: 0.5, 0.5, 1, 1, 2, 2, 4 ... up to interval, so a
+    transfer of seconds is seen to end within about a second and a long one polls every interval."""
+    return min(float(interval), 0.5 * 2 ** min(polls // 2, 16))
 
 
 def failure_message(host, label, source, failures):
     """The failed task's message: which files, from which source, and why."""
     parts = ["%s: %s" % (f["file"], (f.get("msg") or "failed").strip()) for f in failures]
-    return ("%s: could not stage %s from %s; %s. Nothing was moved into place for these files (each is "
-            "sha256-checked before it is); the next run fetches them again."
-            % (host, label, source, "; ".join(parts)))
+    return ("%s: could not stage %s from %s; %s. A file is moved into place only once its sha256 is checked; "
+            "the next run fetches what is still missing." % (host, label, source, "; ".join(parts)))
 
 
-def started_jobs(results):
-    """{jid: {"file", "size"}} from an async loop's registered results (skipped items have no job id)."""
-    jobs = {}
-    for res in results:
-        jid = res.get("ansible_job_id")
-        if not jid:
-            continue
-        item = res.get("item")
-        if not isinstance(item, dict) or "file" not in item or "size" not in item:
-            raise AnsibleActionFail("bundle_progress: job %s has no item with file and size" % jid)
-        jobs[str(jid)] = {"file": str(item["file"]), "size": int(item["size"])}
-    return jobs
+def job_files(files):
+    """{file: size} of the job's files; each needs a file name and a size in bytes."""
+    sizes = {}
+    for entry in files:
+        if not isinstance(entry, dict) or "file" not in entry or "size" not in entry:
+            raise AnsibleActionFail("bundle_progress: every entry of files needs file and size, got %r" % (entry,))
+        sizes[str(entry["file"])] = int(entry["size"])
+    return sizes
+
+
+def bytes_in_place(found, sizes):
+    """Bytes of the job's files found (find's files from dest and partial), each counted at most at its size."""
+    seen = {}
+    for item in found:
+        name = str(item.get("path", "")).rsplit("/", 1)[-1]
+        if name in sizes:
+            seen[name] = max(seen.get(name, 0), min(int(item.get("size", 0)), sizes[name]))
+    return sum(seen.values())
 
 
 class ActionModule(ActionBase):
@@ -84,11 +92,12 @@ class ActionModule(ActionBase):
             module_name="ansible.legacy.async_status", task_vars=task_vars,
             module_args={"jid": jid, "mode": mode, "_async_dir": self._async_dir()})
 
-    def _partial_bytes(self, partial_dir, task_vars):
+    def _bytes_so_far(self, args, sizes, task_vars):
         found = self._execute_module(
             module_name="ansible.legacy.find", task_vars=task_vars,
-            module_args={"paths": [partial_dir], "hidden": True, "file_type": "file", "recurse": False})
-        return sum(int(f.get("size", 0)) for f in found.get("files", []))
+            module_args={"paths": [args["partial_dir"], args["dest_dir"]], "patterns": sorted(sizes),
+                         "hidden": True, "file_type": "file", "recurse": False})
+        return bytes_in_place(found.get("files", []), sizes)
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
@@ -96,44 +105,37 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("bundle_progress waits for real downloads; it does not run in check mode")
         dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         host = task_vars.get("inventory_hostname", "?")
-        jobs = started_jobs(args["jobs"])
-        total = sum(job["size"] for job in jobs.values())
+        sizes = job_files(args["files"])
+        total = sum(sizes.values())
+        jid = args["job"].get("ansible_job_id")
+        if not jid:
+            raise AnsibleActionFail("bundle_progress: job has no ansible_job_id (start it with async and poll: 0)")
         deadline = time.monotonic() + args["timeout"]
-        done_bytes = 0
         polls = 0
-        finished = []
+        status = {}
         try:
-            while jobs:
-                for jid in list(jobs):
-                    status = self._job_status(jid, "status", task_vars)
-                    if status.get("finished") or status.get("failed"):
-                        job = jobs.pop(jid)
-                        finished.append(dict(status, file=job["file"]))
-                        if not status.get("failed"):
-                            done_bytes += job["size"]
-                if not jobs:
+            while True:
+                status = self._job_status(jid, "status", task_vars)
+                if status.get("finished") or status.get("failed"):
                     break
                 if time.monotonic() > deadline:
-                    finished.extend({"file": j["file"], "failed": True, "msg": "still running after %ds" % args["timeout"]}
-                                    for j in jobs.values())
+                    status = {"failed": True, "msg": "still running after %ds" % args["timeout"]}
                     break
-                partial = self._partial_bytes(args["partial_dir"], task_vars)
-                display.display(progress_line(host, args["label"], args["source"], done_bytes + partial, total))
+                display.display(progress_line(host, args["label"], args["source"],
+                                              self._bytes_so_far(args, sizes, task_vars), total))
                 time.sleep(poll_delay(polls, args["interval"]))
                 polls += 1
         finally:
-            for item in finished:
-                if item.get("ansible_job_id"):
-                    self._job_status(item["ansible_job_id"], "cleanup", task_vars)
+            self._job_status(jid, "cleanup", task_vars)
             self._remove_tmp_path(self._connection._shell.tmpdir)
-        failures = [f for f in finished if f.get("failed")]
-        result["files"] = [{"file": f["file"], "changed": bool(f.get("changed")), "failed": bool(f.get("failed"))}
-                           for f in finished]
-        result["bytes"] = done_bytes
-        result["changed"] = any(f.get("changed") for f in finished)
-        if failures:
+        result["files"] = status.get("files", [])
+        result["bytes"] = int(status.get("bytes", 0) or 0)
+        result["changed"] = bool(status.get("changed"))
+        if status.get("failed"):
             result["failed"] = True
-            result["msg"] = failure_message(host, args["label"], args["source"], failures)
+            result["msg"] = failure_message(host, args["label"], args["source"],
+                                            [{"file": status.get("file") or ", ".join(sorted(sizes)),
+                                              "msg": status.get("msg")}])
         else:
             display.display(progress_line(host, args["label"], args["source"], total, total))
             result["msg"] = "%s: %s staged from %s" % (host, human_bytes(total), args["source"])

@@ -13,27 +13,33 @@ short_description: Wait for a node's background bundle downloads, printing bytes
 version_added: "0.2.0"
 description:
   - >-
-    Waits until the C(async) jobs named in O(jobs) (for example C(ansible.builtin.get_url) started with
-    C(poll: 0)) have finished on the node, and prints one line per poll on the controller, such as
-    C(node3: 2.5.136 from node1: 512.0 MiB of 1.0 GiB (50 percent)). The bytes are those of the finished jobs' files
-    plus what lies in O(partial_dir) (where the downloads write before their checksum is checked and they
-    are moved into place).
-  - Fails, naming O(source) and every file's own error, when a job failed or O(timeout) passed. The role
-    C(gcu.topsrider.bundle_stage) uses it for peer staging.
-  - An action plugin; each poll runs C(async_status) for the unfinished jobs and one C(find) on the node.
+    Waits until the C(async) job named in O(job) (M(gcu.topsrider.bundle_fetch) started with C(poll: 0)) has
+    finished on the node, and prints one line per poll on the controller, such as
+    C(node3: 2.5.136 from node1: 512.0 MiB of 1.0 GiB (50 percent)). The bytes are those of the job's O(files)
+    found in O(dest_dir) (fetched and checked) or in O(partial_dir) (still arriving).
+  - Fails, naming O(source), the file and the job's own error, when the job failed or O(timeout) passed. The
+    role C(gcu.topsrider.bundle_stage) uses it for peer staging.
+  - An action plugin; each poll runs C(async_status) for the job and, while it runs, one C(find) on the node.
 author:
   - gcu.topsrider contributors (@gcu-topsrider)
 options:
-  jobs:
+  job:
     description:
-      - The C(results) of the async loop task that started the downloads, as registered. Each started job
-        needs C(ansible_job_id) and its loop C(item) with C(file) (the name, for the messages) and C(size)
-        (bytes); results without a job id (skipped items) are ignored.
+      - The result of the task that started the job, as registered (it needs C(ansible_job_id)).
+    type: dict
+    required: true
+  files:
+    description:
+      - The files the job fetches, each with C(file) (its name) and C(size) (bytes), for the totals.
     type: list
     elements: dict
     required: true
+  dest_dir:
+    description: Where the job moves each file once it is checked.
+    type: path
+    required: true
   partial_dir:
-    description: Where the jobs write unfinished downloads (get_url's C(tmp_dest)).
+    description: Where the job writes a file while it arrives.
     type: path
     required: true
   source:
@@ -45,7 +51,7 @@ options:
     type: str
     default: bundle
   interval:
-    description: Seconds between polls (and lines) once the transfer runs long; the first polls come sooner (0.5, 1, 2, 4 ... seconds).
+    description: Seconds between polls (and lines) once the transfer runs long; the first polls come sooner (0.5, 0.5, 1, 1, 2, 2, 4 ... seconds).
     type: float
     default: 10
   timeout:
@@ -71,21 +77,21 @@ attributes:
 
 EXAMPLES = r'''
 - name: Fetch the files in the background
-  ansible.builtin.get_url:
-    url: "http://node1:8080/{{ item.file }}"
-    dest: "/var/cache/topsrider/2.5.136/{{ item.file }}"
-    checksum: "sha256:{{ item.sha256 }}"
-    tmp_dest: /var/cache/topsrider/.partial
-    mode: "0600"
-  loop: "{{ files }}"
+  gcu.topsrider.bundle_fetch:
+    files: "{{ files }}"
+    dest: /var/cache/topsrider/2.5.136
+    partial_dir: /var/cache/topsrider/.partial
+    url: "http://node1:8080"
   async: 3600
   poll: 0
   changed_when: false
-  register: fetch_jobs
+  register: fetch_job
 
 - name: Progress, until every file is in place
   gcu.topsrider.bundle_progress:
-    jobs: "{{ fetch_jobs.results }}"
+    job: "{{ fetch_job }}"
+    files: "{{ files }}"
+    dest_dir: /var/cache/topsrider/2.5.136
     partial_dir: /var/cache/topsrider/.partial
     source: node1
     label: "2.5.136"
@@ -93,13 +99,13 @@ EXAMPLES = r'''
 
 RETURN = r'''
 files:
-  description: Each job's file, whether it changed the node and whether it failed.
-  returned: always
+  description: The job's own RV(gcu.topsrider.bundle_fetch#module:files), each file with whether it was fetched and its bytes.
+  returned: when the job finished
   type: list
   elements: dict
-  sample: [{"file": "tops-sdk_2.5.136_amd64.deb", "changed": true, "failed": false}]
+  sample: [{"file": "tops-sdk_2.5.136_amd64.deb", "changed": true, "bytes": 1073741824}]
 bytes:
-  description: Bytes of the files whose jobs succeeded.
+  description: Bytes the job fetched.
   returned: always
   type: int
   sample: 1073741824

@@ -4,7 +4,7 @@ import pytest
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gcu.topsrider.plugins.action.bundle_progress import (
-    failure_message, human_bytes, poll_delay, progress_line, started_jobs)
+    bytes_in_place, failure_message, human_bytes, job_files, poll_delay, progress_line)
 
 
 def test_progress_line_has_bytes_percent_and_source():
@@ -27,19 +27,25 @@ def test_failure_names_the_source_and_each_file():
                           [{"file": "a.deb", "msg": "Request failed: <urlopen error [Errno 111] Connection refused>"}])
     assert "node3: could not stage 2.5.136 from node1 (http://127.0.0.1:4242)" in msg
     assert "a.deb: Request failed" in msg and "Connection refused" in msg
+    assert "the next run fetches what is still missing" in msg
 
 
-def test_started_jobs_from_registered_results_skipped_items_ignored():
-    results = [{"ansible_job_id": "j1", "item": {"file": "a.deb", "size": 10, "sha256": "x"}},
-               {"skipped": True, "item": {"file": "b.deb", "size": 5}}]
-    assert started_jobs(results) == {"j1": {"file": "a.deb", "size": 10}}
+def test_job_files_need_a_name_and_a_size():
+    assert job_files([{"file": "a.deb", "size": 10, "sha256": "x"}]) == {"a.deb": 10}
+    with pytest.raises(AnsibleActionFail, match="needs file and size"):
+        job_files([{"file": "a.deb"}])
 
 
-def test_started_jobs_without_a_size_is_an_error():
-    with pytest.raises(AnsibleActionFail, match="no item with file and size"):
-        started_jobs([{"ansible_job_id": "j1", "item": "a.deb"}])
+def test_bytes_in_place_counts_the_jobs_files_in_dest_and_partial_once_each():
+    sizes = {"a.deb": 100, "b.deb": 50}
+    found = [{"path": "/c/2.5.136/a.deb", "size": 100},     # fetched and moved into place
+             {"path": "/c/.partial/b.deb", "size": 20},     # still arriving
+             {"path": "/c/2.5.136/b.deb", "size": 0},       # not there yet (never counted twice)
+             {"path": "/c/2.5.136/other.deb", "size": 999}]  # not the job's
+    assert bytes_in_place(found, sizes) == 120
+    assert bytes_in_place([{"path": "/c/.partial/b.deb", "size": 70}], sizes) == 50
 
 
 def test_polls_start_fast_and_settle_at_the_interval():
-    assert [poll_delay(n, 10) for n in range(7)] == [0.5, 1, 2, 4, 8, 10, 10]
-    assert poll_delay(1000, 10) == 10
+    assert [poll_delay(n, 10) for n in range(10)] == [0.5, 0.5, 1, 1, 2, 2, 4, 4, 8, 8]
+    assert poll_delay(10, 10) == 10 and poll_delay(1000, 10) == 10

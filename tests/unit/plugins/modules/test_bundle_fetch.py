@@ -1,0 +1,70 @@
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gcu.topsrider.bundle_fetch: check mode compares only, bad input is refused
+before anything is written, a node that holds everything changes nothing."""
+import hashlib
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible_collections.gcu.topsrider.plugins.modules import bundle_fetch
+
+from utils import AnsibleExitJson, AnsibleFailJson, exit_json, fail_json, set_module_args
+
+
+def entry(name, data):
+    return {"file": name, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+
+
+@pytest.fixture
+def run(monkeypatch):
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+
+    def boom(*args, **kwargs):
+        raise AssertionError("no URL may be opened here")
+    monkeypatch.setattr(bundle_fetch, "open_url", boom)
+
+    def go(args):
+        with set_module_args(args):
+            try:
+                bundle_fetch.main()
+            except (AnsibleExitJson, AnsibleFailJson) as e:
+                return e.args[0]
+        raise AssertionError("the module neither exited nor failed")
+    return go
+
+
+def test_check_mode_names_what_is_missing_and_writes_nothing(run, tmp_path):
+    (tmp_path / "held.deb").write_bytes(b"held")
+    (tmp_path / "wrong.deb").write_bytes(b"WRONG")
+    files = [entry("held.deb", b"held"), entry("wrong.deb", b"right"), entry("absent.deb", b"x")]
+    res = run({"files": files, "dest": str(tmp_path), "partial_dir": str(tmp_path / ".partial"),
+               "url": "http://127.0.0.1:9", "_ansible_check_mode": True})
+    assert res["changed"] is True and res["missing"] == ["wrong.deb", "absent.deb"]
+    assert (tmp_path / "wrong.deb").read_bytes() == b"WRONG" and not (tmp_path / ".partial").exists()
+
+
+def test_check_mode_before_the_cache_exists_says_everything_is_missing(run, tmp_path):
+    res = run({"files": [entry("a.deb", b"x")], "dest": str(tmp_path / "nowhere"),
+               "partial_dir": str(tmp_path / ".partial"), "_ansible_check_mode": True})
+    assert res["missing"] == ["a.deb"]
+
+
+def test_a_node_that_holds_everything_changes_nothing(run, tmp_path):
+    (tmp_path / "a.deb").write_bytes(b"x")
+    res = run({"files": [entry("a.deb", b"x")], "dest": str(tmp_path), "partial_dir": str(tmp_path / ".partial")})
+    assert res["changed"] is False and res["missing"] == []
+
+
+@pytest.mark.parametrize("url", [None, "file:///etc/passwd", "ftp://node1/"])
+def test_a_fetch_needs_an_http_url(run, tmp_path, url):
+    res = run({"files": [entry("a.deb", b"x")], "dest": str(tmp_path), "partial_dir": str(tmp_path / ".partial"),
+               "url": url})
+    assert res["failed"] and "url must be an http:// or https:// URL to fetch a.deb" in res["msg"]
+
+
+def test_bad_file_lists_are_refused_before_anything_is_read(run, tmp_path):
+    res = run({"files": [{"file": "../../etc/shadow", "sha256": "0" * 64, "size": 1}], "dest": str(tmp_path),
+               "partial_dir": str(tmp_path / ".partial"), "url": "http://127.0.0.1:9"})
+    assert res["failed"] and "not a plain file name" in res["msg"]
