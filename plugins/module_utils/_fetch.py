@@ -141,8 +141,8 @@ def fetch_one(opener, url, entry, partial_dir, dest):
     if received != entry["size"] or digest.hexdigest() != entry["sha256"]:
         _remove(partial)
         raise FetchError(name, "%s sent %d bytes with sha256 %s; the manifest says %d bytes with sha256 %s "
-                         "(nothing was moved into place)" % (url, received, digest.hexdigest(),
-                                                              entry["size"], entry["sha256"]))
+                         "(nothing was moved into place)"
+                         % (url, received, digest.hexdigest(), entry["size"], entry["sha256"]))
     shutil.move(partial, os.path.join(dest, name))
     return received
 
