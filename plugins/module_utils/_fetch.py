@@ -127,8 +127,12 @@ def fetch_one(opener, url, entry, partial_dir, dest):
     try:
         response = opener(url)
         try:
-            with open(partial, "wb") as out:
+            try:
+                out = open(partial, "wb")
                 os.chmod(partial, 0o600)
+            except (IOError, OSError) as e:
+                raise _WriteError(e)
+            with out:
                 received = _stream(response, out, digest)
         finally:
             response.close()

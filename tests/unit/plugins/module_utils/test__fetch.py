@@ -161,3 +161,19 @@ def test_spec_problems(files, problem):
 
 def test_a_good_spec_has_no_problems():
     assert _fetch.spec_problems([entry("tops-sdk_2.5.136-1_amd64.deb", b"x")]) == []
+
+
+def test_a_partial_directory_that_cannot_be_written_is_a_write_error(served, node, monkeypatch):
+    base, root = served
+    dest, partial = node
+    (root / "a.deb").write_bytes(b"x")
+    real_open = open
+
+    def refuse(path, mode="r"):
+        if "w" in mode:
+            raise OSError(errno.EROFS, "Read-only file system")
+        return real_open(path, mode)
+    monkeypatch.setattr(_fetch, "open", refuse, raising=False)
+    with pytest.raises(_fetch.FetchError, match=r"cannot write .*a\.deb \(fetching .*\): \[Errno 30\] Read-only"):
+        _fetch.fetch_all(opener, base, [entry("a.deb", b"x")], str(dest), str(partial))
+    assert not (dest / "a.deb").exists()
