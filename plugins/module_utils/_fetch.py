@@ -16,7 +16,6 @@ __metaclass__ = type
 
 import hashlib
 import os
-import re
 import shutil
 
 try:
@@ -24,8 +23,9 @@ try:
 except ImportError:  # pragma: no cover - Python 2 is not a node Python we support
     from urllib import quote
 
+from ansible_collections.gcu.topsrider.plugins.module_utils._manifest import SHA256_RE, sha256_file
+
 CHUNK = 1 << 20
-_SHA256_RE = re.compile(r"^[0-9a-f]{64}\Z")
 
 
 class FetchError(Exception):
@@ -48,7 +48,7 @@ def spec_problems(files):
         if name in seen:
             problems.append("file %s: listed twice" % name)
         seen.add(name)
-        if not isinstance(entry.get("sha256"), str) or not _SHA256_RE.match(entry["sha256"]):
+        if not isinstance(entry.get("sha256"), str) or not SHA256_RE.match(entry["sha256"]):
             problems.append("file %s: sha256 must be 64 lowercase hex digits" % name)
         size = entry.get("size")
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
@@ -60,17 +60,10 @@ def sha256_of(path):
     """The file's sha256, or None when it is not a readable regular file."""
     if not os.path.isfile(path):
         return None
-    digest = hashlib.sha256()
     try:
-        with open(path, "rb") as handle:
-            while True:
-                chunk = handle.read(CHUNK)
-                if not chunk:
-                    break
-                digest.update(chunk)
+        return sha256_file(path, CHUNK)
     except (IOError, OSError):
         return None
-    return digest.hexdigest()
 
 
 def missing(dest, files):

@@ -18,7 +18,8 @@ import re
 FORMAT = 1
 MANIFEST_NAME = "manifest.json"
 FILE_TYPES = ("deb", "wheel", "other")
-_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+# \Z, not $: $ lets a trailing newline through.
+SHA256_RE = re.compile(r"^[0-9a-f]{64}\Z")
 _PYTHON_RE = re.compile(r"^3\.\d+$")
 REQUIRED_KEYS = {
     "deb": ("package", "version", "architecture"),
@@ -76,7 +77,7 @@ def validate(data):
             if name in seen_files:
                 problems.append("%s: listed twice" % where)
             seen_files.add(name)
-        if not isinstance(entry.get("sha256"), str) or not _SHA256_RE.match(entry["sha256"]):
+        if not isinstance(entry.get("sha256"), str) or not SHA256_RE.match(entry["sha256"]):
             problems.append("%s: sha256 must be 64 lower-case hex digits" % where)
         size = entry.get("size")
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
@@ -115,7 +116,7 @@ def _origin_problems(origin):
     name = origin.get("file")
     if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
         problems.append("origin: file must be a plain file name (got %r)" % name)
-    if not isinstance(origin.get("sha256"), str) or not _SHA256_RE.match(origin["sha256"]):
+    if not isinstance(origin.get("sha256"), str) or not SHA256_RE.match(origin["sha256"]):
         problems.append("origin: sha256 must be 64 lower-case hex digits")
     size = origin.get("size")
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:

@@ -62,6 +62,8 @@ def _break(path, value):
     (_break(["files"], []), "files must be a non-empty list"),
     (_break(["files", 0, "file"], "../x.deb"), "plain file name"),
     (_break(["files", 0, "sha256"], "ABC"), "sha256 must be"),
+    # A trailing newline is refused (the pattern ends in \Z, not $).
+    (_break(["files", 0, "sha256"], "0" * 64 + "\n"), "sha256 must be"),
     (_break(["files", 0, "size"], -1), "size must be"),
     (_break(["files", 0, "size"], True), "size must be"),
     (_break(["files", 0, "installed_size"], -1), "installed_size must be"),
