@@ -111,8 +111,13 @@ def test_gres_conf_and_gate_on_the_node(host):
 def test_sbatch_runs_the_smoke_job_on_every_card_of_two_nodes():
     subprocess.run(["docker", "cp", os.path.join(EPHEMERAL, "launch", "t20", "slurm.sbatch"), CTL + ":" + SBATCH],
                    check=True)
-    out = sh(CTL, "sbatch --parsable --wait --chdir=/tmp -o /tmp/smoke-%%j.out %s" % SBATCH, timeout=420)
+    rc, out, err = dexec(CTL, "sbatch --parsable --wait --chdir=/tmp -o /tmp/smoke-%%j.out %s" % SBATCH, timeout=420)
     job_id = out.strip().split(";")[0]
+    if rc != 0:
+        # Say why: the job's record and what it printed (seen once: rc=1 for a job that then passed on a re-run).
+        _rc, record, _err = dexec(CTL, "scontrol -o show job %s" % job_id)
+        _rc, printed, _err = dexec(N1, "tail -n 40 /tmp/smoke-%s.out" % job_id)
+        raise AssertionError("sbatch --wait: rc=%d %s%s\njob: %s\noutput on %s:\n%s" % (rc, out, err, record, N1, printed))
     info = job(job_id)
     assert info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0", info
     assert info["NodeList"] == "slurm-node[1-2]", info
