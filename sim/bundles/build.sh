@@ -8,6 +8,7 @@
 # Output (each dir has a manifest.json written by scripts/topsrider-manifest):
 #   2.5.136/  2.5.140/              tops-sdk, topsfactor, tops-eccl debs and
 #                                   torch_gcu wheels for Python 3.11 and 3.10
+#                                   (torch 2.13.0) and 3.9 (bullseye's torch 1.7.0a0)
 #   2.5.140-broken-postinst/        as 2.5.140, but tops-eccl's postinst exits 1
 #   2.5.140-corrupt/                as 2.5.140, but topsfactor's deb bytes were
 #                                   changed after the manifest was written
@@ -26,8 +27,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 out=${TOPSRIDER_BUNDLES_DIR:-$top/.cache/bundles}
 versions=(2.5.136 2.5.140)
-pythons=(3.11 3.10)
+# 3.11 and 3.10 for torch_version (the bookworm node's venv); 3.9 for Debian
+# bullseye's own torch (the second node OS, sim/image/torch-version-bullseye).
 torch_version=$(cat "$top/sim/image/torch-version")
+pythons=(3.11 3.10 "3.9:$(cat "$top/sim/image/torch-version-bullseye")")
 cd "$top"
 
 for tool in gcc dpkg-deb python3 sha256sum makeself; do
@@ -36,7 +39,7 @@ done
 [ -f sim/wheel/build_wheel.py ] || { echo "sim/bundles: sim/wheel/build_wheel.py is missing" >&2; exit 1; }
 
 inputs=$(find sim/bundles sim/wheel scripts/topsrider-manifest plugins/module_utils/_manifest.py \
-  plugins/module_utils/_dpkg.py plugins/module_utils/_makeself.py sim/image/torch-version -type f ! -name '*.pyc' | LC_ALL=C sort)
+  plugins/module_utils/_dpkg.py plugins/module_utils/_makeself.py sim/image/torch-version sim/image/torch-version-bullseye -type f ! -name '*.pyc' | LC_ALL=C sort)
 stamp=$( { for f in $inputs; do echo "$f"; stat -c %a "$f"; cat "$f"; done; } | sha256sum | cut -c1-16)
 all_dirs=("${versions[@]}" 2.5.140-broken-postinst 2.5.140-corrupt test-interrupt)
 all_runs=()

@@ -1,7 +1,8 @@
 # SIMULATOR: the functions sim/bundles/build.sh (the sample bundles) and
 # sim/bundles/build-large.sh (the bench's large variant) build bundles with.
 # Sourced, not run. The caller sets: top (the checkout), work (a scratch
-# directory), pythons (the wheels' Python minors), torch_version,
+# directory), pythons (the wheels' Python minors, each PY or PY:TORCH when that
+# wheel is built for another torch than torch_version), torch_version,
 # SOURCE_DATE_EPOCH and LC_ALL=C; optionally
 #   DEB_COMPRESS      dpkg-deb's -Z (default xz; none for incompressible payloads)
 #   SDK_PAYLOAD       a file installed by tops-sdk as
@@ -38,7 +39,11 @@ build_version() {
   ln -s "libtopsrt.so.$v" "$r/usr/local/tops/lib/libtopsrt.so.$major"
   ln -s "libtopsrt.so.$major" "$r/usr/local/tops/lib/libtopsrt.so"
   install -m 0644 sim/bundles/src/topsrt.h "$r/usr/local/tops/include/topsrt.h"
-  gcc "${cflags[@]}" -o "$r/usr/local/tops/bin/tops-version" sim/bundles/src/tops-version.c
+  # Static: built here against bookworm's glibc (2.36) it would need GLIBC_2.34 and
+  # not start on the bullseye node (2.31); vendors build on old distributions for that.
+  # tops-sdk's control says libc6 (>= 2.31): both node OSes (deb_bundle refuses a
+  # node whose libc6 is older, before anything changes).
+  gcc "${cflags[@]}" -static -o "$r/usr/local/tops/bin/tops-version" sim/bundles/src/tops-version.c
   printf '%s\n' "$v" >"$r/usr/local/tops/version"
   if [ -n "${SDK_PAYLOAD:-}" ]; then
     mkdir -p "$r/usr/local/tops/share"
@@ -61,9 +66,12 @@ build_version() {
   build_deb sim/bundles/debian/tops-eccl "$r" "$dir" "$debver"
   cp -a "$r" "$b/tops-eccl-staging"
 
-  for py in "${pythons[@]}"; do
+  local entry py torch
+  for entry in "${pythons[@]}"; do
+    py=${entry%%:*} torch=$torch_version
+    [ "$entry" = "$py" ] || torch=${entry#*:}
     python3 sim/wheel/build_wheel.py --out "$dir" --stack-version "$v" --python "$py" \
-      --torch "$torch_version" >/dev/null
+      --torch "$torch" >/dev/null
   done
   scripts/topsrider-manifest create "$dir" --version "$v" >/dev/null
 }

@@ -28,6 +28,8 @@ FIXED_DATE = (2020, 1, 1, 0, 0, 0)
 SUMMARY = ("SIMULATOR stand-in for Enflame torch_gcu (gcu.topsrider sim/): "
            "registers an 'eccl' torch.distributed backend on top of gloo; not the real product")
 VERSION_RE = re.compile(r"^\d+(\.\d+){1,3}$")
+# A torch release as torch reports it; Debian bullseye's torch says 1.7.0a0.
+TORCH_RE = re.compile(r"^\d+(\.\d+){1,3}((a|b|rc)\d+)?$")
 PYTHON_RE = re.compile(r"^3\.(\d+)$")
 
 
@@ -51,9 +53,10 @@ def build(out_dir, stack_version, python, torch_version):
     minor = PYTHON_RE.match(python)
     if not minor:
         raise ValueError("--python must look like 3.11, got %r" % python)
-    for label, value in (("--stack-version", stack_version), ("--torch", torch_version)):
-        if not VERSION_RE.match(value):
-            raise ValueError("%s must look like 2.5.136, got %r" % (label, value))
+    if not VERSION_RE.match(stack_version):
+        raise ValueError("--stack-version must look like 2.5.136, got %r" % stack_version)
+    if not TORCH_RE.match(torch_version):
+        raise ValueError("--torch must look like 2.13.0 (or 1.7.0a0), got %r" % torch_version)
     version = "%s+%s" % (torch_version, stack_version)
     tag = "py3%s" % minor.group(1)
     dist_info = "%s-%s.dist-info" % (NAME, version)

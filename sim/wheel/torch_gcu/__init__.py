@@ -90,10 +90,10 @@ synchronize = _device.synchronize
 current_device = _device.current_device
 set_device = _device.set_device
 
-# torch_gcu 1.x: torch_gcu.nn.parallel.DistributedDataParallel (torch's, on the stand-in device).
+# torch_gcu 1.x: torch_gcu.nn.parallel.DistributedDataParallel (torch's, with the placement check).
 nn = types.ModuleType("torch_gcu.nn", "SIMULATED")
 nn.parallel = types.ModuleType("torch_gcu.nn.parallel", "SIMULATED")
-nn.parallel.DistributedDataParallel = torch.nn.parallel.DistributedDataParallel
+nn.parallel.DistributedDataParallel = _device.distributed_data_parallel()
 sys.modules["torch_gcu.nn"] = nn
 sys.modules["torch_gcu.nn.parallel"] = nn.parallel
 

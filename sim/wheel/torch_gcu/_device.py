@@ -22,6 +22,15 @@ weak map (so nothing is kept alive). Tensors made inside torch's C++ code
 stand-in cannot tell where real hardware would have put them, so it accepts
 them; the checks that matter (the user's tensors, DDP's parameters) are on
 what Python code made. Limit: ``tensor.device`` still reads ``cpu``.
+
+On a torch without TorchFunctionMode (before 1.13: the torch_gcu 1.x
+generation, e.g. Debian bullseye's torch 1.7) nothing sees every call, so the
+stand-in wraps torch's Python entry points instead: the factory functions,
+``Tensor.to``, ``Tensor.cpu`` and ``Module.to``, and marks the tensor object
+itself (old torch hands out a new storage object at every ``.storage()``).
+Results of other operations are not followed there (neither placed nor host:
+accepted), and DistributedDataParallel (torch_gcu.nn.parallel) refuses a
+model whose parameters were not all moved to a GCU with ``model.to``.
 """
 import threading
 import types
@@ -29,14 +38,24 @@ import weakref
 
 import torch
 import torch.distributed as dist
-from torch.overrides import TorchFunctionMode
+
+try:
+    from torch.overrides import TorchFunctionMode
+    MODES = True
+except ImportError:  # torch < 1.13
+    TorchFunctionMode = object
+    MODES = False
 
 from . import _sim_state
 
 HOST = "host"
 DEVICE_TYPES = ("gcu", "xla", "privateuseone")
+_MARK_ATTR = "_topsrider_sim_placement"
 _marks = weakref.WeakKeyDictionary()
 _current = threading.local()
+# The originals, before _wrap_entry_points replaces them on an old torch.
+_TENSOR_TO = torch.Tensor.to
+_TENSOR_CPU = torch.Tensor.cpu
 
 
 class PlacementError(RuntimeError):
@@ -54,19 +73,23 @@ def mark_of(tensor):
     """The card index a tensor was placed on, HOST, or None (made by torch's C++ code)."""
     if not isinstance(tensor, torch.Tensor):
         return None
+    if not MODES:
+        return getattr(tensor, _MARK_ATTR, None)
     storage = _storage(tensor)
     return _marks.get(storage) if storage is not None else None
 
 
 def _record(value, mark):
     if isinstance(value, torch.Tensor):
+        # A placed tensor stays placed: .cpu() of a tensor already on the CPU returns itself.
+        if mark == HOST and mark_of(value) not in (None, HOST):
+            return
+        if not MODES:
+            setattr(value, _MARK_ATTR, mark)
+            return
         storage = _storage(value)
-        if storage is None:
-            return
-        # A placed storage stays placed: .cpu() of a tensor already on the CPU returns itself.
-        if mark == HOST and _marks.get(storage) not in (None, HOST):
-            return
-        _marks[storage] = mark
+        if storage is not None:
+            _marks[storage] = mark
     elif isinstance(value, (list, tuple)):
         for item in value:
             _record(item, mark)
@@ -104,42 +127,87 @@ def _tensors(args, kwargs):
                     yield item
 
 
+def _placed_call(func, args, kwargs):
+    """Call `func` with a GCU device replaced by the CPU; record where its result lives."""
+    kwargs = dict(kwargs or {})
+    args = tuple(args)
+    mark = _device_mark(kwargs.get("device"))
+    if mark is not None and mark != HOST:
+        kwargs["device"] = torch.device("cpu")
+    elif mark is None and func is _TENSOR_TO:
+        for pos, value in enumerate(args[1:], 1):
+            if isinstance(value, (str, torch.device)):
+                mark = _device_mark(value)
+                if mark is not None and mark != HOST:
+                    args = args[:pos] + (torch.device("cpu"),) + args[pos + 1:]
+                break
+    if mark is None and func is _TENSOR_CPU:
+        mark = HOST
+    if mark is None:
+        marks = [mark_of(t) for t in _tensors(args, kwargs)]
+        placed = [m for m in marks if m not in (None, HOST)]
+        mark = placed[0] if placed else HOST
+    out = func(*args, **kwargs)
+    _record(out, mark)
+    return out
+
+
 class _PlacementMode(TorchFunctionMode):
     """SIMULATED: records where each tensor made by Python code lives."""
 
     def __torch_function__(self, func, types_, args=(), kwargs=None):
-        kwargs = dict(kwargs or {})
-        args = tuple(args)
-        mark = _device_mark(kwargs.get("device"))
-        if mark is not None and mark != HOST:
-            kwargs["device"] = torch.device("cpu")
-        elif mark is None and func is torch.Tensor.to:
-            for pos, value in enumerate(args[1:], 1):
-                if isinstance(value, (str, torch.device)):
-                    mark = _device_mark(value)
-                    if mark is not None and mark != HOST:
-                        args = args[:pos] + (torch.device("cpu"),) + args[pos + 1:]
-                    break
-        if mark is None and func is torch.Tensor.cpu:
-            mark = HOST
-        if mark is None:
-            marks = [mark_of(t) for t in _tensors(args, kwargs)]
-            placed = [m for m in marks if m not in (None, HOST)]
-            mark = placed[0] if placed else HOST
-        out = func(*args, **kwargs)
-        _record(out, mark)
+        return _placed_call(func, args, kwargs)
+
+
+# torch < 1.13: the entry points training code places tensors through.
+_FACTORIES = ("tensor", "as_tensor", "ones", "zeros", "full", "empty", "rand", "randn", "randint",
+              "arange", "linspace", "ones_like", "zeros_like", "full_like", "empty_like",
+              "rand_like", "randn_like")
+
+
+def _wrapped(func):
+    def call(*args, **kwargs):
+        return _placed_call(func, args, kwargs)
+    call.__name__ = getattr(func, "__name__", "call")
+    call.__doc__ = getattr(func, "__doc__", None)
+    return call
+
+
+def _module_to(original):
+    def to(module, *args, **kwargs):
+        out = original(module, *args, **kwargs)
+        device = torch._C._nn._parse_to(*args, **kwargs)[0]  # pylint: disable=protected-access
+        mark = _device_mark(device)
+        if mark is not None:
+            for tensor in list(module.parameters()) + list(module.buffers()):
+                _record(tensor, mark)
         return out
+    return to
+
+
+def _wrap_entry_points():
+    for name in _FACTORIES:
+        if hasattr(torch, name):
+            setattr(torch, name, _wrapped(getattr(torch, name)))
+    torch.Tensor.to = _wrapped(_TENSOR_TO)
+    torch.Tensor.cpu = _wrapped(_TENSOR_CPU)
+    torch.nn.Module.to = _module_to(torch.nn.Module.to)
 
 
 _mode = None
 
 
 def enable():
-    """Enter the placement mode for the importing thread (once)."""
+    """Follow placements from now on (once): the placement mode for the importing
+    thread, or on a torch without modes, wrappers around its entry points."""
     global _mode  # pylint: disable=global-statement
     if _mode is None:
-        _mode = _PlacementMode()
-        _mode.__enter__()
+        if MODES:
+            _mode = _PlacementMode()
+            _mode.__enter__()
+        else:
+            _wrap_entry_points()
+            _mode = "wrapped"
 
 
 # ---- the device APIs --------------------------------------------------------
@@ -201,9 +269,9 @@ def _host_accelerator(check=False):  # pylint: disable=unused-argument
 def refuse_host_parameters():
     """DDP checks its parameters' shapes with a collective on the parameters'
     device; on a T20 with host parameters that collective fails. Same here."""
-    original = dist._verify_params_across_processes  # pylint: disable=protected-access
-    if getattr(original, "_topsrider_sim", False):
-        return
+    original = getattr(dist, "_verify_params_across_processes", None)
+    if original is None or getattr(original, "_topsrider_sim", False):
+        return  # an old torch: distributed_data_parallel() checks the parameters instead
 
     def verify(process_group, tensors, *args, **kwargs):
         try:
@@ -221,3 +289,32 @@ def refuse_host_parameters():
 
     verify._topsrider_sim = True  # pylint: disable=protected-access
     dist._verify_params_across_processes = verify  # pylint: disable=protected-access
+
+
+def distributed_data_parallel():
+    """torch_gcu 1.x's DistributedDataParallel: torch's own where torch checks the
+    parameters with a collective (refuse_host_parameters); on an old torch, a
+    subclass that refuses, on an eccl group, parameters not moved to a GCU."""
+    base = torch.nn.parallel.DistributedDataParallel
+    if hasattr(dist, "_verify_params_across_processes"):
+        return base
+
+    class DistributedDataParallel(base):  # pylint: disable=abstract-method
+        """SIMULATED: torch's DDP, after the placement check a GCU would make."""
+
+        def __init__(self, module, *args, **kwargs):
+            group = kwargs.get("process_group")
+            try:
+                backend = dist.get_backend(group) if group is not None else dist.get_backend()
+            except (RuntimeError, ValueError):
+                backend = None
+            if backend == "eccl":
+                unplaced = [p for p in module.parameters() if mark_of(p) in (None, HOST)]
+                if unplaced:
+                    raise PlacementError(
+                        "ECCL error [simulated]: DistributedDataParallel over %d parameter(s) in host memory "
+                        "(device cpu): eccl reduces GCU tensors only; move the model to the rank's GCU first "
+                        "(model.to(torch_gcu.gcu_device(LOCAL_RANK)))" % len(unplaced))
+            super(DistributedDataParallel, self).__init__(module, *args, **kwargs)
+
+    return DistributedDataParallel

@@ -24,8 +24,16 @@ get a bandwidth: a cross-node collective takes at least its nccl-tests bus
 bytes (size x 2(n-1)/n) at that many GB/s, divided by this node's slow factor,
 so that busbw measures the simulated link and not the CPU load of the machine
 running the simulator (loopback gloo on shared cores varies tenfold).
+
+A torch whose ProcessGroup cannot be subclassed in Python (before 1.8; the
+torch_gcu 1.x generation, e.g. Debian bullseye's torch 1.7) gets torch's gloo
+group itself, after the same library and card checks, and the same refusals,
+hangs and link faults sit in wrappers around torch.distributed's collective
+functions (all_reduce, broadcast, all_gather, reduce, barrier) instead.
 """
 import datetime
+import functools
+import inspect
 import os
 import sys
 import time
@@ -88,57 +96,74 @@ def _card_for_rank(rank):
     return cards[slot % len(cards)]
 
 
+def _hang_if_wedged(card_index, rank, what):
+    # Re-read the state at every collective so a test can wedge a card mid-run.
+    for card in _sim_state.visible_cards():
+        if card.get("index") == card_index and card.get("hang"):
+            _debug("rank %d: card %s hangs in %s" % (rank, card_index, what))
+            while True:
+                time.sleep(3600)
+
+
+def _cross_node(size):
+    local_size = os.environ.get("LOCAL_WORLD_SIZE", "")
+    return local_size.isdigit() and size > int(local_size)
+
+
+def _under_link_faults(what, rank, size, cross_node, payload_bytes, run):
+    """Run one gloo op under this node's SIMULATED fabric faults (cross-node jobs only).
+    `run` returns the op's work handle, or None when the op already completed."""
+    if not cross_node:
+        return run()
+    down, slow = _sim_state.link_state()
+    if down:
+        raise RuntimeError("ECCL error [simulated]: %s: cross-node link of this node is down "
+                           "(simctl link down); rank %d cannot reach its peers" % (what, rank))
+    rate = _link_gbps()
+    if slow <= 1.0 and rate is None:
+        return run()
+    started = time.perf_counter()
+    work = run()
+    if work is not None:
+        work.wait()
+    took = time.perf_counter() - started
+    if rate is None:
+        time.sleep((slow - 1.0) * took)
+    else:
+        floor = payload_bytes * 2.0 * (size - 1) / size / (rate * 1e9) * slow
+        time.sleep(max(0.0, floor - took))
+    return work
+
+
+def _check_rank_can_start(rank):
+    """The checks a process group makes when it starts; returns the rank's card."""
+    check_library_version()
+    card = _card_for_rank(rank)
+    if card is None:
+        raise RuntimeError("ECCL error [simulated]: no GCU device visible to rank %d "
+                           "(driver not loaded, no card present, or "
+                           "ENFLAME_VISIBLE_DEVICES/TOPS_VISIBLE_DEVICES=none)" % rank)
+    return card
+
+
 class ProcessGroupECCL(dist.ProcessGroup):
     """SIMULATED eccl process group: gloo underneath, hang injection on top."""
 
     def __init__(self, store, rank, size, timeout):
         super(ProcessGroupECCL, self).__init__(rank, size)
-        check_library_version()
-        card = _card_for_rank(rank)
-        if card is None:
-            raise RuntimeError("ECCL error [simulated]: no GCU device visible to rank %d "
-                               "(driver not loaded, no card present, or "
-                               "ENFLAME_VISIBLE_DEVICES/TOPS_VISIBLE_DEVICES=none)" % rank)
+        card = _check_rank_can_start(rank)
         self._card_index = card.get("index")
         self._last_bytes = 0
-        local_size = os.environ.get("LOCAL_WORLD_SIZE", "")
-        self._cross_node = local_size.isdigit() and size > int(local_size)
+        self._cross_node = _cross_node(size)
         self._gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
         _debug("rank %d/%d bound to card %s (bus %s)" % (rank, size, self._card_index, card.get("bus_id")))
 
     def _maybe_hang(self, what):
-        # Re-read the state at every collective so a test can wedge a card mid-run.
-        for card in _sim_state.visible_cards():
-            if card.get("index") == self._card_index and card.get("hang"):
-                _debug("rank %d: card %s hangs in %s" % (self.rank(), self._card_index, what))
-                while True:
-                    time.sleep(3600)
+        _hang_if_wedged(self._card_index, self.rank(), what)
 
     def _link(self, what, run):
-        """Run one gloo op under this node's SIMULATED fabric faults (cross-node jobs only)."""
-        if not self._cross_node:
-            return run()
-        down, slow = _sim_state.link_state()
-        if down:
-            raise RuntimeError("ECCL error [simulated]: %s: cross-node link of this node is down "
-                               "(simctl link down); rank %d cannot reach its peers" % (what, self.rank()))
-        rate = _link_gbps()
-        if slow <= 1.0 and rate is None:
-            return run()
-        started = time.perf_counter()
-        work = run()
-        work.wait()
-        took = time.perf_counter() - started
-        if rate is None:
-            time.sleep((slow - 1.0) * took)
-        else:
-            floor = self._bus_bytes(what) / (rate * 1e9) * slow
-            time.sleep(max(0.0, floor - took))
-        return work
-
-    def _bus_bytes(self, what):
-        size = self.size()
-        return getattr(self, "_last_bytes", 0) * 2.0 * (size - 1) / size if what == "allreduce" else 0.0
+        return _under_link_faults(what, self.rank(), self.size(), self._cross_node,
+                                  self._last_bytes if what == "allreduce" else 0, run)
 
     def getBackendName(self):
         return BACKEND_NAME
@@ -174,10 +199,63 @@ class ProcessGroupECCL(dist.ProcessGroup):
             opts if opts is not None else dist.BarrierOptions()))
 
 
+def _python_groups():
+    """Can this torch's ProcessGroup be subclassed in Python (torch >= 1.8)?"""
+    try:
+        dist.ProcessGroup.__init__(ProcessGroupECCL.__new__(ProcessGroupECCL), 0, 1)
+    except TypeError:
+        return False
+    return True
+
+
 def _create(store, rank, size, timeout):
     if not isinstance(timeout, datetime.timedelta):
         timeout = datetime.timedelta(seconds=float(timeout))
-    return ProcessGroupECCL(store, rank, size, timeout)
+    if _PYTHON_GROUPS:
+        return ProcessGroupECCL(store, rank, size, timeout)
+    card = _check_rank_can_start(rank)
+    _debug("rank %d/%d bound to card %s (bus %s)" % (rank, size, card.get("index"), card.get("bus_id")))
+    return dist.ProcessGroupGloo(store, rank, size, timeout)
+
+
+# torch < 1.8: torch.distributed's function, the name of its input tensor(s) argument.
+_GUARDED = (("all_reduce", "tensor"), ("broadcast", "tensor"), ("all_gather", "tensor"),
+            ("reduce", "tensor"), ("barrier", None))
+
+
+def _guarded(function, tensor_arg):
+    signature = inspect.signature(function)
+    what = function.__name__.replace("_", "")
+
+    @functools.wraps(function)
+    def collective(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        group = bound.arguments.get("group")
+        try:
+            backend = dist.get_backend(group) if group is not None else dist.get_backend()
+        except (RuntimeError, ValueError):
+            backend = None
+        if backend != BACKEND_NAME:
+            return function(*args, **kwargs)
+        rank, size = dist.get_rank(), dist.get_world_size()
+        card = _card_for_rank(rank)
+        _hang_if_wedged(card.get("index") if card else None, rank, what)
+        tensors = [bound.arguments[tensor_arg]] if tensor_arg else []
+        if tensors:
+            _refuse_host(tensors, what)
+        payload = sum(t.numel() * t.element_size() for t in tensors)
+        return _under_link_faults(what, rank, size, _cross_node(size), payload,
+                                  lambda: function(*args, **kwargs))
+
+    collective._topsrider_sim = True  # pylint: disable=protected-access
+    return collective
+
+
+def _guard_collectives():
+    for name, tensor_arg in _GUARDED:
+        function = getattr(dist, name)
+        if not getattr(function, "_topsrider_sim", False):
+            setattr(dist, name, _guarded(function, tensor_arg))
 
 
 def register():
@@ -186,9 +264,16 @@ def register():
         return False
     if getattr(dist.Backend, BACKEND_NAME.upper(), None) == BACKEND_NAME:
         return True
+    global _PYTHON_GROUPS  # pylint: disable=global-statement
+    _PYTHON_GROUPS = _python_groups()
+    if not _PYTHON_GROUPS:
+        _guard_collectives()
     try:
         dist.Backend.register_backend(BACKEND_NAME, _create, devices=["cpu"])
     except TypeError:
         # torch < 2.0: register_backend(name, func) only.
         dist.Backend.register_backend(BACKEND_NAME, _create)
     return True
+
+
+_PYTHON_GROUPS = True

@@ -26,6 +26,8 @@ def build(out, python="3.11", torch="2.13.0", stack="2.5.136"):
     ("3.11", "2.13.0", "torch_gcu-2.13.0+2.5.136-py311-none-any.whl"),
     ("3.10", "2.13.0", "torch_gcu-2.13.0+2.5.136-py310-none-any.whl"),
     ("3.6", "1.10.0", "torch_gcu-1.10.0+2.5.136-py36-none-any.whl"),
+    # Debian bullseye's torch reports itself as 1.7.0a0 (the second node OS).
+    ("3.9", "1.7.0a0", "torch_gcu-1.7.0a0+2.5.136-py39-none-any.whl"),
 ])
 def test_wheel_is_valid_and_deterministic(tmp_path, python, torch, name):
     first = build(tmp_path / "a", python=python, torch=torch)
@@ -59,7 +61,8 @@ def test_wheel_is_valid_and_deterministic(tmp_path, python, torch, name):
 
 
 @pytest.mark.parametrize("args", [
-    {"python": "311"}, {"python": "2.7"}, {"torch": "latest"}, {"stack": "2.5.x"},
+    {"python": "311"}, {"python": "2.7"}, {"torch": "latest"}, {"torch": "1.7.0a"}, {"stack": "2.5.x"},
+    {"stack": "2.5.136a0"},
 ])
 def test_bad_input_is_refused(tmp_path, args):
     proc = build(tmp_path, **args)
