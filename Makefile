@@ -44,6 +44,11 @@ docker:
 sim-image: docker
 	@sim/image/build.sh >/dev/null
 
+# The second node OS (Debian bullseye, Python 3.9, Debian's torch 1.7): molecule/bullseye.
+.PHONY: sim-image-bullseye
+sim-image-bullseye: docker
+	@sim/image/build.sh bullseye >/dev/null
+
 bundles:
 	@sim/bundles/build.sh >/dev/null
 
@@ -56,7 +61,7 @@ collection-link:
 	@mkdir -p $(dir $(COLL_LINK)) .cache/ansible-tmp .cache/ansible-home
 	@[ -L $(COLL_LINK) ] || ln -sfn ../../../.. $(COLL_LINK)
 
-setup: venv docker sim-image bundles collection-link
+setup: venv docker sim-image sim-image-bullseye bundles collection-link
 
 # ---- tests ------------------------------------------------------------------
 test: setup lint changelog-lint docs-lint sanity units molecule readme-test perf-check
