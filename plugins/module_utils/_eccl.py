@@ -368,15 +368,25 @@ def torch_matches(installed, spec):
             continue
         want = _release(want)
         have_t, want_t = _vtuple(have), _vtuple(want)
+        if op in ("==", "===", "!="):
+            # A pre-release is not its release (1.7.0a0 != 1.7.0), as deploy's preflight and drift judge it.
+            same = have_t == want_t and _pre_release(have) == _pre_release(want)
+            if same != (op != "!="):
+                return False
+            continue
         if op == "~=":
             parts = _vtuple(want, strip=False)
             ok = have_t >= want_t and _vtuple(have, strip=False)[:len(parts) - 1] == parts[:-1]
         else:
-            ok = {"==": have_t == want_t, "===": have_t == want_t, "!=": have_t != want_t,
-                  ">=": have_t >= want_t, "<=": have_t <= want_t, ">": have_t > want_t, "<": have_t < want_t}[op]
+            ok = {">=": have_t >= want_t, "<=": have_t <= want_t, ">": have_t > want_t, "<": have_t < want_t}[op]
         if not ok:
             return False
     return True
+
+
+def _pre_release(version):
+    """'1.7.0a0' -> 'a0', '2.1.0.dev1' -> '.dev1', '2.13.0' -> ''."""
+    return re.sub(r"^[0-9.]*[0-9]", "", version)
 
 
 def _vtuple(version, strip=True):

@@ -102,6 +102,12 @@ def test_torch_requirement(requires, spec):
     ("2.13.1", "~=2.13.0", True),
     ("2.14.0", "~=2.13.0", False),
     ("2.13.0", "!=2.13.0", False),
+    ("2.13.0", "!=2.3.0", True),
+    # Debian bullseye's torch says 1.7.0a0: a pre-release is not its release (deploy's preflight agrees).
+    ("1.7.0a0", "==1.7.0a0", True),
+    ("1.7.0a0", "==1.7.0", False),
+    ("1.7.0", "==1.7.0a0", False),
+    ("1.7.0a0", "!=1.7.0", True),
     (None, "==2.13.0", None),
     ("2.13.0", None, None),
 ])
