@@ -101,3 +101,19 @@ def test_the_1x_stand_in_refuses_what_a_t20_refuses(host):
     assert "DistributedDataParallel over 2 parameter(s) in host memory" in out["host_ddp"]
     assert "invalid device ordinal 8: 8 GCU(s) visible" in out["ordinal"]
     assert out["placed_ddp"] == "accepted"
+
+
+def test_launchers_refuse_a_torch_without_torchrun(host):
+    """dist_launch renders on the node, and its launcher stops with exit 72 before starting anything:
+    torch 1.7 has no torch.distributed.run (torchrun is torch 1.10 or newer)."""
+    runner = host.backend.ansible_runner
+    proc = subprocess.run(
+        ["ansible-playbook", "-i", runner.inventory_file, os.path.join(os.path.dirname(__file__), "..", "launch.yml")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout.decode()[-4000:]
+    host.run("echo 'print(1)' > /tmp/train.py")
+    result = host.run("/opt/topsrider/launch/launch-single.sh /tmp/train.py")
+    assert result.rc == 72, result.stderr
+    assert ("/opt/venvs/train/bin/python cannot import torch.distributed.run, the launcher (torchrun, "
+            "torch 1.10 or newer): ModuleNotFoundError: No module named 'torch.distributed.run'") in result.stderr
+    assert result.stdout == ""

@@ -182,6 +182,30 @@ def test_single_refuses_more_visible_cards_than_the_node_has(node):
     assert rc == 65 and "names 9 cards, the node has 8" in err
 
 
+@pytest.mark.parametrize("script", ["launch-single.sh", "launch-platform.sh"])
+def test_a_torch_without_torchrun_is_refused_before_launch(node, tmp_path, script):
+    """torch.distributed.run is torch 1.10 or newer (Debian bullseye's torch 1.7 has none)."""
+    old_torch = tmp_path / "python"
+    old_torch.write_text("#!/bin/sh\n"
+                         "case \"$*\" in *'import torch.distributed.run'*)\n"
+                         "  echo 'Traceback (most recent call last):' >&2\n"
+                         "  echo \"ModuleNotFoundError: No module named 'torch.distributed.run'\" >&2; exit 1 ;;\n"
+                         "esac\necho launched \"$@\"\n")
+    old_torch.chmod(0o755)
+    text = node["scripts"][script].read_text().replace(
+        "DIST_LAUNCH_PYTHON=%s" % (node["tmp"] / "python"), "DIST_LAUNCH_PYTHON=%s" % old_torch)
+    patched = tmp_path / script
+    patched.write_text(text)
+    full = dict({"PATH": os.environ["PATH"]}, **(PLATFORM_OK if script == "launch-platform.sh" else {}))
+    proc = subprocess.run(["bash", str(patched), node["train"]], env=full, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=30, check=False)
+    err = proc.stderr.decode()
+    assert proc.returncode == 72, err
+    assert ("%s cannot import torch.distributed.run, the launcher (torchrun, torch 1.10 or newer): "
+            "ModuleNotFoundError: No module named 'torch.distributed.run'" % old_torch) in err
+    assert proc.stdout.decode() == ""  # nothing was launched
+
+
 def test_environment_precedence(node, tmp_path):
     """env file < role variables < the caller's own variables."""
     probe = tmp_path / "probe.py"
