@@ -23,7 +23,7 @@ stand-in cannot tell where real hardware would have put them, so it accepts
 them; the checks that matter (the user's tensors, DDP's parameters) are on
 what Python code made. Limit: ``tensor.device`` still reads ``cpu``.
 
-On a torch without TorchFunctionMode (before 1.13: the torch_gcu 1.x
+On a torch without TorchFunctionMode (an old one of the torch_gcu 1.x
 generation, e.g. Debian bullseye's torch 1.7) nothing sees every call, so the
 stand-in wraps torch's Python entry points instead: the factory functions,
 ``Tensor.to``, ``Tensor.cpu`` and ``Module.to``, and marks the tensor object
@@ -42,7 +42,7 @@ import torch.distributed as dist
 try:
     from torch.overrides import TorchFunctionMode
     MODES = True
-except ImportError:  # torch < 1.13
+except ImportError:  # an old torch (Debian bullseye's 1.7)
     TorchFunctionMode = object
     MODES = False
 
@@ -159,7 +159,7 @@ class _PlacementMode(TorchFunctionMode):
         return _placed_call(func, args, kwargs)
 
 
-# torch < 1.13: the entry points training code places tensors through.
+# Without TorchFunctionMode: the entry points training code places tensors through.
 _FACTORIES = ("tensor", "as_tensor", "ones", "zeros", "full", "empty", "rand", "randn", "randint",
               "arange", "linspace", "ones_like", "zeros_like", "full_like", "empty_like",
               "rand_like", "randn_like")

@@ -25,7 +25,7 @@ bytes (size x 2(n-1)/n) at that many GB/s, divided by this node's slow factor,
 so that busbw measures the simulated link and not the CPU load of the machine
 running the simulator (loopback gloo on shared cores varies tenfold).
 
-A torch whose ProcessGroup cannot be subclassed in Python (before 1.8; the
+A torch whose ProcessGroup cannot be subclassed in Python (an old one of the
 torch_gcu 1.x generation, e.g. Debian bullseye's torch 1.7) gets torch's gloo
 group itself, after the same library and card checks, and the same refusals,
 hangs and link faults sit in wrappers around torch.distributed's collective
@@ -135,7 +135,7 @@ def _under_link_faults(what, rank, size, cross_node, payload_bytes, run):
     return work
 
 
-def _check_rank_can_start(rank):
+def _check_rank_can_start(rank, size):
     """The checks a process group makes when it starts; returns the rank's card."""
     check_library_version()
     card = _card_for_rank(rank)
@@ -143,6 +143,7 @@ def _check_rank_can_start(rank):
         raise RuntimeError("ECCL error [simulated]: no GCU device visible to rank %d "
                            "(driver not loaded, no card present, or "
                            "ENFLAME_VISIBLE_DEVICES/TOPS_VISIBLE_DEVICES=none)" % rank)
+    _debug("rank %d/%d bound to card %s (bus %s)" % (rank, size, card.get("index"), card.get("bus_id")))
     return card
 
 
@@ -151,12 +152,11 @@ class ProcessGroupECCL(dist.ProcessGroup):
 
     def __init__(self, store, rank, size, timeout):
         super(ProcessGroupECCL, self).__init__(rank, size)
-        card = _check_rank_can_start(rank)
+        card = _check_rank_can_start(rank, size)
         self._card_index = card.get("index")
         self._last_bytes = 0
         self._cross_node = _cross_node(size)
         self._gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
-        _debug("rank %d/%d bound to card %s (bus %s)" % (rank, size, self._card_index, card.get("bus_id")))
 
     def _maybe_hang(self, what):
         _hang_if_wedged(self._card_index, self.rank(), what)
@@ -200,7 +200,7 @@ class ProcessGroupECCL(dist.ProcessGroup):
 
 
 def _python_groups():
-    """Can this torch's ProcessGroup be subclassed in Python (torch >= 1.8)?"""
+    """Can this torch's ProcessGroup be subclassed in Python (not on bullseye's torch 1.7)?"""
     try:
         dist.ProcessGroup.__init__(ProcessGroupECCL.__new__(ProcessGroupECCL), 0, 1)
     except TypeError:
@@ -213,12 +213,11 @@ def _create(store, rank, size, timeout):
         timeout = datetime.timedelta(seconds=float(timeout))
     if _PYTHON_GROUPS:
         return ProcessGroupECCL(store, rank, size, timeout)
-    card = _check_rank_can_start(rank)
-    _debug("rank %d/%d bound to card %s (bus %s)" % (rank, size, card.get("index"), card.get("bus_id")))
+    _check_rank_can_start(rank, size)
     return dist.ProcessGroupGloo(store, rank, size, timeout)
 
 
-# torch < 1.8: torch.distributed's function, the name of its input tensor(s) argument.
+# Without Python process groups: torch.distributed's function, the name of its input tensor argument.
 _GUARDED = (("all_reduce", "tensor"), ("broadcast", "tensor"), ("all_gather", "tensor"),
             ("reduce", "tensor"), ("barrier", None))
 
@@ -243,7 +242,8 @@ def _guarded(function, tensor_arg):
         tensors = [bound.arguments[tensor_arg]] if tensor_arg else []
         if tensors:
             _refuse_host(tensors, what)
-        payload = sum(t.numel() * t.element_size() for t in tensors)
+        # Bus bytes only for all_reduce, as ProcessGroupECCL counts them.
+        payload = sum(t.numel() * t.element_size() for t in tensors) if what == "allreduce" else 0
         return _under_link_faults(what, rank, size, _cross_node(size), payload,
                                   lambda: function(*args, **kwargs))
 
