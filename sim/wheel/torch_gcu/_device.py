@@ -266,6 +266,22 @@ def _host_accelerator(check=False):  # pylint: disable=unused-argument
 
 # ---- DistributedDataParallel over host parameters -------------------------------
 
+def backend_of(group=None):
+    """The backend name of `group` (the default group when None), or None when there is none."""
+    try:
+        return dist.get_backend(group) if group is not None else dist.get_backend()
+    except (RuntimeError, ValueError):
+        return None
+
+
+def _refuse_host_parameters(count):
+    if count:
+        raise PlacementError(
+            "ECCL error [simulated]: DistributedDataParallel over %d parameter(s) in host memory "
+            "(device cpu): eccl reduces GCU tensors only; move the model to the rank's GCU first "
+            "(model.to(torch.device('gcu', LOCAL_RANK)) / torch_gcu.gcu_device(LOCAL_RANK))" % count)
+
+
 def refuse_host_parameters():
     """DDP checks its parameters' shapes with a collective on the parameters'
     device; on a T20 with host parameters that collective fails. Same here."""
@@ -274,17 +290,8 @@ def refuse_host_parameters():
         return  # an old torch: distributed_data_parallel() checks the parameters instead
 
     def verify(process_group, tensors, *args, **kwargs):
-        try:
-            backend = dist.get_backend(process_group)
-        except (RuntimeError, ValueError):
-            backend = None
-        if backend == "eccl":
-            host = [i for i, t in enumerate(tensors) if mark_of(t) == HOST]
-            if host:
-                raise PlacementError(
-                    "ECCL error [simulated]: DistributedDataParallel over %d parameter(s) in host memory "
-                    "(device cpu): eccl reduces GCU tensors only; move the model to the rank's GCU first "
-                    "(model.to(torch.device('gcu', LOCAL_RANK)) / torch_gcu.gcu_device(LOCAL_RANK))" % len(host))
+        if backend_of(process_group) == "eccl":
+            _refuse_host_parameters(len([t for t in tensors if mark_of(t) == HOST]))
         return original(process_group, tensors, *args, **kwargs)
 
     verify._topsrider_sim = True  # pylint: disable=protected-access
@@ -303,18 +310,8 @@ def distributed_data_parallel():
         """SIMULATED: torch's DDP, after the placement check a GCU would make."""
 
         def __init__(self, module, *args, **kwargs):
-            group = kwargs.get("process_group")
-            try:
-                backend = dist.get_backend(group) if group is not None else dist.get_backend()
-            except (RuntimeError, ValueError):
-                backend = None
-            if backend == "eccl":
-                unplaced = [p for p in module.parameters() if mark_of(p) in (None, HOST)]
-                if unplaced:
-                    raise PlacementError(
-                        "ECCL error [simulated]: DistributedDataParallel over %d parameter(s) in host memory "
-                        "(device cpu): eccl reduces GCU tensors only; move the model to the rank's GCU first "
-                        "(model.to(torch_gcu.gcu_device(LOCAL_RANK)))" % len(unplaced))
+            if backend_of(kwargs.get("process_group")) == "eccl":
+                _refuse_host_parameters(len([p for p in module.parameters() if mark_of(p) in (None, HOST)]))
             super(DistributedDataParallel, self).__init__(module, *args, **kwargs)
 
     return DistributedDataParallel

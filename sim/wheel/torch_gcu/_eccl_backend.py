@@ -229,12 +229,7 @@ def _guarded(function, tensor_arg):
     @functools.wraps(function)
     def collective(*args, **kwargs):
         bound = signature.bind(*args, **kwargs)
-        group = bound.arguments.get("group")
-        try:
-            backend = dist.get_backend(group) if group is not None else dist.get_backend()
-        except (RuntimeError, ValueError):
-            backend = None
-        if backend != BACKEND_NAME:
+        if _device.backend_of(bound.arguments.get("group")) != BACKEND_NAME:
             return function(*args, **kwargs)
         rank, size = dist.get_rank(), dist.get_world_size()
         card = _card_for_rank(rank)
