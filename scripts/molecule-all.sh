@@ -14,9 +14,17 @@ else
     for d in molecule/*/molecule.yml; do basename "$(dirname "$d")"; done | grep -vx -e default \
       $(for s in ${MOLECULE_SKIP-fabric slurm}; do printf -- '-e %s ' "$s"; done) | LC_ALL=C sort; } )
 fi
+junit_dir=$top/.cache/molecule-junit
+mkdir -p "$junit_dir"
 for s in $scenarios; do
   echo "=== molecule test -s $s"
   start=$(date +%s)
-  molecule test -s "$s"
+  rm -f "$junit_dir/$s.xml"
+  if ! molecule test -s "$s"; then
+    # The verifier's failed tests, last, where the tail of a CI log shows them.
+    echo "=== molecule $s failed after $(( $(date +%s) - start ))s; its failed tests:"
+    python3 scripts/junit-failures.py "$junit_dir/$s.xml"
+    exit 1
+  fi
   echo "=== molecule $s passed in $(( $(date +%s) - start ))s"
 done

@@ -17,6 +17,7 @@ Per host (every result is counted once per task, a loop counts once):
              tasks (the PLAY RECAP does not count them either).
   skipped, changed, failed (not ignored), ignored, unreachable
   changed_tasks  names of the tasks that reported changed
+  ran_tasks  names of the tasks counted in `tasks`, in order (what the count is made of)
   bundle_bytes_sent  sum of `size` of the CHANGED results of ansible.builtin.copy
              whose templated `src` lies under BENCH_BUNDLE_ROOT: what a copy
              really transferred (a copy that finds the same checksum on the node
@@ -120,7 +121,7 @@ class CallbackModule(CallbackBase):
     # ---- counting -----------------------------------------------------------
     def _host(self, name):
         if name not in self.hosts:
-            self.hosts[name] = dict({k: 0 for k in COUNTERS}, changed_tasks=[])
+            self.hosts[name] = dict({k: 0 for k in COUNTERS}, changed_tasks=[], ran_tasks=[])
         return self.hosts[name]
 
     def _copy_bytes(self, result, data):
@@ -143,13 +144,14 @@ class CallbackModule(CallbackBase):
             host["includes"] += 1
             return
         host["tasks"] += 1
+        task = result_task(result)
+        name = str(getattr(result, "task_name", None) or (task.get_name() if task is not None else ""))
+        host["ran_tasks"].append(name)
         if outcome in ("failed", "ignored", "unreachable"):
             host[outcome] += 1
         if outcome != "unreachable" and is_changed(data):
             host["changed"] += 1
-            task = result_task(result)
-            name = getattr(result, "task_name", None) or (task.get_name() if task is not None else "")
-            host["changed_tasks"].append(str(name))
+            host["changed_tasks"].append(name)
         # A loop's items were counted one by one (v2_runner_item_on_ok); a
         # failed copy is not counted.
         if outcome == "ok" and "results" not in data:
