@@ -4,7 +4,8 @@
 """Pure helpers of the topsrider_state module: what a node has, as data.
 
 Turns the output of dpkg-query, ldconfig and a metadata-only Python probe into
-plain dicts, and describes files. No ansible imports; runs on Python 3.6+.
+plain dicts, and describes files; read_python runs the probe (topsrider_state
+and torch_gcu_wheel). No ansible imports; runs on Python 3.6+.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -20,6 +21,7 @@ import stat
 from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg import (
     installed_version, is_held, parse_dpkg_query,
 )
+from ansible_collections.gcu.topsrider.plugins.module_utils._node import C_LOCALE
 
 # Files are read whole up to this size so that a report can show a diff;
 # larger files are described by their sha256 only.
@@ -114,6 +116,26 @@ def parse_python_probe(rc, stdout, stderr):
         if isinstance(data, dict) and "python" in data:
             return data
     raise StateError("the probe printed no JSON report: %r" % (stdout or "")[:200])
+
+
+def read_python(module, python):
+    """What the interpreter `python` has (PYTHON_PROBE, run with the module's
+    run_command): path, python (major.minor), executable, torch, torch_gcu,
+    pip; error (None, or why the interpreter did not answer)."""
+    result = {"path": python, "python": None, "executable": None, "torch": None, "torch_gcu": None,
+              "pip": None, "error": None}
+    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        result["error"] = "%s does not exist or is not executable" % python
+        return result
+    rc, out, err = module.run_command([python, "-c", PYTHON_PROBE], environ_update=dict(C_LOCALE), cwd="/")
+    try:
+        data = parse_python_probe(rc, out, err)
+    except StateError as e:
+        result["error"] = "%s: %s" % (python, e)
+        return result
+    for key in ("python", "executable", "torch", "torch_gcu", "pip"):
+        result[key] = data.get(key)
+    return result
 
 
 def file_state(path, max_bytes=MAX_CONTENT_BYTES):

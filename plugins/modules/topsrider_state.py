@@ -162,8 +162,7 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._node import (
     C_LOCALE, EFSMI_DIRS, PCI_ROOT, parse_ldconfig_cache, query_then_summary, read_pci,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._state import (
-    PYTHON_PROBE, StateError, file_state, library_state, owned_files, packages_state, parse_python_probe,
-    space_state,
+    file_state, library_state, owned_files, packages_state, read_python, space_state,
 )
 
 
@@ -182,24 +181,6 @@ def read_packages(module, names):
     if rc not in (0, 1):
         _fail_cmd(module, argv, rc, out, err, "package versions")
     return packages_state(names, out)
-
-
-def read_python(module, python):
-    result = {"path": python, "python": None, "executable": None, "torch": None, "torch_gcu": None,
-              "pip": None, "error": None}
-    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
-        result["error"] = "%s does not exist or is not executable" % python
-        return result
-    argv = [python, "-c", PYTHON_PROBE]
-    rc, out, err = module.run_command(argv, environ_update=C_LOCALE, cwd="/")
-    try:
-        data = parse_python_probe(rc, out, err)
-    except StateError as e:
-        result["error"] = "%s: %s" % (python, e)
-        return result
-    for key in ("python", "executable", "torch", "torch_gcu", "pip"):
-        result[key] = data.get(key)
-    return result
 
 
 def read_library(module, library, package):

@@ -1,0 +1,240 @@
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gcu.topsrider.torch_gcu_wheel against a real interpreter and pip of a test
+environment (two small Python scripts run as real processes): the probe reads
+what the fake pip installed, `import torch_gcu` fails where the environment
+says so. The refusals change nothing; a no-change re-run runs no pip; check
+mode installs and records nothing."""
+import json
+import os
+import sys
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible_collections.gcu.topsrider.plugins.modules import torch_gcu_wheel
+
+from utils import AnsibleExitJson, AnsibleFailJson, exit_json, fail_json, set_module_args
+
+# The training interpreter: answers the collection's probe from env.json and
+# imports torch_gcu when env.json says it is installed and importable.
+FAKE_PYTHON = r'''#!%(python)s
+import json, os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+env = json.load(open(os.path.join(here, "env.json")))
+code = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "-c" else ""
+if code == "import torch_gcu":
+    if env.get("torch_gcu") is None:
+        sys.exit("ModuleNotFoundError: No module named 'torch_gcu'")
+    if env.get("import_error"):
+        sys.exit(env["import_error"])
+    sys.exit(0)
+if "importlib" in code:
+    print(json.dumps({"python": env["python"], "executable": __file__, "torch": env.get("torch"),
+                      "torch_gcu": env.get("torch_gcu"), "pip": env.get("pip")}))
+    sys.exit(0)
+sys.exit("unexpected: %%r" %% sys.argv)
+'''
+
+# That environment's pip: logs its argv; `install WHEEL` sets torch_gcu to the
+# wheel's version (unless --dry-run), as pip prints it.
+FAKE_PIP = r'''#!%(python)s
+import json, os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "pip.log"), "a") as log:
+    log.write(json.dumps(sys.argv[1:]) + "\n")
+assert os.environ.get("PIP_NO_INDEX") == "1" and os.environ.get("LC_ALL") == "C"
+wheel = sys.argv[-1]
+if not os.path.isfile(wheel):
+    sys.exit("ERROR: Could not install packages: No such file or directory: %%r" %% wheel)
+version = os.path.basename(wheel).split("-")[1]
+if "--dry-run" in sys.argv:
+    print("Would install torch_gcu-" + version)
+    sys.exit(0)
+path = os.path.join(here, "env.json")
+env = json.load(open(path))
+env["torch_gcu"] = version
+json.dump(env, open(path, "w"))
+print("Successfully installed torch_gcu-" + version)
+'''
+
+WHEEL_311 = {"file": "torch_gcu-2.13.0+2.5.136-py311-none-any.whl", "type": "wheel", "package": "torch_gcu",
+             "version": "2.13.0+2.5.136", "python": "3.11", "requires_torch": "2.13.0", "sha256": "0" * 64}
+WHEEL_310 = dict(WHEEL_311, file="torch_gcu-2.13.0+2.5.136-py310-none-any.whl", python="3.10")
+
+
+@pytest.fixture
+def node(tmp_path, monkeypatch):
+    """A training venv, a staged bundle and a state file path, all under tmp_path."""
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    for name, text in (("python", FAKE_PYTHON), ("pip3", FAKE_PIP)):
+        (venv / name).write_text(text % {"python": sys.executable})
+        os.chmod(str(venv / name), 0o755)
+    bundle = tmp_path / "cache" / "2.5.136"
+    bundle.mkdir(parents=True)
+    (bundle / WHEEL_311["file"]).write_text(u"wheel")
+
+    class Node(object):
+        python = str(venv / "python")
+        bundle_path = str(bundle)
+        state_file = str(tmp_path / "state" / "torch_gcu.json")
+
+        @staticmethod
+        def env(**values):
+            data = dict({"python": "3.11", "torch": "2.13.0+cpu", "torch_gcu": None, "pip": "23.0.1"}, **values)
+            (venv / "env.json").write_text(json.dumps(data))
+
+        @staticmethod
+        def installed():
+            return json.loads((venv / "env.json").read_text())["torch_gcu"]
+
+        @staticmethod
+        def pip_calls():
+            log = venv / "pip.log"
+            return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+        @staticmethod
+        def manifest(*wheels):
+            (bundle / "manifest.json").write_text(json.dumps({"format": 1, "version": "2.5.136", "files": list(wheels)}))
+
+        def run(self, check_mode=False, **args):
+            args = dict({"python": self.python, "bundle_path": self.bundle_path, "state_file": self.state_file},
+                        **args)
+            if check_mode:
+                args["_ansible_check_mode"] = True
+            with set_module_args(args):
+                try:
+                    torch_gcu_wheel.main()
+                except (AnsibleExitJson, AnsibleFailJson) as e:
+                    return e.args[0]
+            raise AssertionError("the module neither exited nor failed")
+
+    n = Node()
+    n.env()
+    n.manifest(WHEEL_311, WHEEL_310)
+    return n
+
+
+def test_installs_records_and_proves_then_a_rerun_changes_nothing(node):
+    result = node.run()
+    assert not result.get("failed"), result["msg"]
+    assert result["changed"] is True and result["needs_change"] is True and result["previous"] is None
+    assert result["wheel"]["file"] == WHEEL_311["file"] and node.installed() == "2.13.0+2.5.136"
+    assert node.pip_calls() == [["install", "--no-index", "--no-deps",
+                                 os.path.join(node.bundle_path, WHEEL_311["file"])]]
+    with open(node.state_file) as f:
+        record = json.load(f)
+    assert record == {"python": node.python, "previous": {"version": None, "wheel": None},
+                      "current": {"version": "2.13.0+2.5.136",
+                                  "wheel": os.path.join(node.bundle_path, WHEEL_311["file"])}}
+    assert oct(os.stat(node.state_file).st_mode & 0o777) == oct(0o600)
+    assert oct(os.stat(os.path.dirname(node.state_file)).st_mode & 0o777) == oct(0o700)
+
+    again = node.run()
+    assert not again.get("failed") and again["changed"] is False and again["needs_change"] is False
+    assert len(node.pip_calls()) == 1, "a no-change re-run ran pip"
+
+
+def test_an_upgrade_records_the_wheel_the_previous_version_came_from(node):
+    node.run()
+    newer = dict(WHEEL_311, file="torch_gcu-2.13.0+2.5.140-py311-none-any.whl", version="2.13.0+2.5.140")
+    (open(os.path.join(node.bundle_path, newer["file"]), "w")).close()
+    node.manifest(newer)
+    result = node.run()
+    assert result["changed"] and result["previous"] == "2.13.0+2.5.136" and node.installed() == "2.13.0+2.5.140"
+    with open(node.state_file) as f:
+        record = json.load(f)
+    assert record["previous"] == {"version": "2.13.0+2.5.136",
+                                  "wheel": os.path.join(node.bundle_path, WHEEL_311["file"])}
+
+
+@pytest.mark.parametrize("case,setup,args,words", [
+    ("no wheel for the Python", lambda n: n.manifest(WHEEL_310), {},
+     ["no torch_gcu wheel for Python 3.11", "wheels for Python 3.10", "nothing was changed"]),
+    ("another torch", lambda n: n.manifest(dict(WHEEL_311, requires_torch="2.3.0")), {},
+     ["needs torch==2.3.0", "torch 2.13.0+cpu", "this role never installs or removes torch"]),
+    ("no torch", lambda n: n.env(torch=None), {}, ["needs torch==2.13.0", "has no torch"]),
+    ("a pre-release is not its release", lambda n: (n.env(torch="1.7.0a0"),
+                                                    n.manifest(dict(WHEEL_311, requires_torch="1.7.0"))), {},
+     ["needs torch==1.7.0", "torch 1.7.0a0"]),
+    ("missing interpreter", lambda n: None, {"python": "/opt/venvs/missing/bin/python"},
+     ["/opt/venvs/missing/bin/python does not exist", "Set torch_gcu_python"]),
+    ("missing pip", lambda n: None, {"pip": "/nonexistent/pip3"}, ["/nonexistent/pip3 does not exist"]),
+    ("relative path", lambda n: None, {"state_file": "torch_gcu.json"}, ["must be absolute node paths"]),
+    ("not staged", lambda n: os.unlink(os.path.join(n.bundle_path, "manifest.json")), {},
+     ["manifest.json does not exist on this node", "torch_gcu_manifest"]),
+    ("a wheel name that is a path", lambda n: n.manifest(dict(WHEEL_311, file="../x.whl")), {},
+     ["no torch_gcu wheel for Python 3.11"]),
+])
+@pytest.mark.parametrize("state", ["checked", "present"])
+def test_refusals_name_the_problem_and_change_nothing(node, case, setup, args, words, state):
+    setup(node)
+    result = node.run(state=state, **args)
+    assert result.get("failed"), case
+    for word in words:
+        assert word in result["msg"], (case, result["msg"])
+    assert node.installed() is None and node.pip_calls() == [] and not os.path.exists(node.state_file)
+
+
+def test_a_pre_release_torch_matches_the_wheel_built_for_it(node):
+    node.env(torch="1.7.0a0", python="3.9")
+    node.manifest(dict(WHEEL_311, python="3.9", requires_torch="1.7.0a0"))
+    assert not node.run(state="checked").get("failed")
+
+
+def test_the_manifest_given_wins_over_none_staged(node):
+    os.unlink(os.path.join(node.bundle_path, "manifest.json"))
+    result = node.run(state="checked", manifest={"version": "2.5.136", "files": [WHEEL_311]})
+    assert not result.get("failed") and result["wheel"]["python"] == "3.11" and result["needs_change"] is True
+
+
+def test_check_mode_runs_pip_dry_run_and_changes_nothing(node):
+    result = node.run(check_mode=True)
+    assert result["changed"] is True and "pip would install" in result["msg"]
+    assert node.pip_calls()[0][:4] == ["install", "--no-index", "--no-deps", "--dry-run"]
+    assert node.installed() is None and not os.path.exists(os.path.dirname(node.state_file))
+
+
+@pytest.mark.parametrize("pip,staged,words", [
+    ("20.3.4", True, "pip 20.3.4 has no --dry-run"),
+    ("23.0.1", False, "is not staged on this node yet"),
+])
+def test_check_mode_says_what_pip_cannot_predict(node, pip, staged, words):
+    node.env(pip=pip)
+    if not staged:
+        os.unlink(os.path.join(node.bundle_path, WHEEL_311["file"]))
+    result = node.run(check_mode=True)
+    assert result["changed"] is True and words in result["msg"] and "pip cannot predict" in result["msg"]
+    assert node.pip_calls() == [] and node.installed() is None
+
+
+def test_an_unreadable_state_file_is_refused_before_pip_runs(node):
+    os.makedirs(os.path.dirname(node.state_file))
+    with open(node.state_file, "w") as f:
+        f.write("{not json")
+    result = node.run()
+    assert result.get("failed") and "not readable JSON" in result["msg"] and "Move it aside" in result["msg"]
+    assert node.pip_calls() == [] and node.installed() is None
+    with open(node.state_file) as f:
+        assert f.read() == "{not json"
+
+
+def test_an_import_that_fails_after_the_install_is_named_with_the_hint(node):
+    node.env(import_error="ImportError: libeccl.so: cannot open shared object file")
+    result = node.run()
+    assert result.get("failed")
+    assert "'import torch_gcu' in %s failed (rc=1): ImportError: libeccl.so" % node.python in result["msg"]
+    assert "run the tops_sdk and eccl_env roles first" in result["msg"]
+    # installed, and the record says what to go back to
+    with open(node.state_file) as f:
+        assert json.load(f)["previous"]["version"] is None
+
+
+def test_a_failed_pip_fails_with_its_output_and_keeps_the_record(node):
+    node.manifest(dict(WHEEL_311, file="torch_gcu-2.13.0+2.5.136-py311-none-any-gone.whl"))
+    result = node.run()
+    assert result.get("failed") and "failed (rc=1)" in result["msg"] and "No such file" in result["msg"]
+    assert node.installed() is None and os.path.exists(node.state_file)
