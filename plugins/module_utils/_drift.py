@@ -28,6 +28,8 @@ import re
 import time
 from xml.etree import ElementTree
 
+from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import torch_matches
+
 CATEGORIES = ("package", "env", "wheel", "library", "device", "health", "unreachable")
 # The checks every reachable node gets (one JUnit test case each).
 CHECKS = ("package", "env", "wheel", "library", "device", "health")
@@ -49,11 +51,6 @@ def finding(node, category, check, expected, actual, detail=None):
 
 def _sha(text):
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _release(version):
-    """'2.13.0+2.5.136' -> '2.13.0' (a local version label is not the release)."""
-    return (version or "").split("+", 1)[0]
 
 
 # ---------------------------------------------------------------- compare --
@@ -127,7 +124,8 @@ def _wheel(node, desired, actual):
         out.append(finding(node, "wheel", "torch_gcu version", wheel["version"], py.get("torch_gcu"),
                            "in %s" % py.get("path")))
     want_torch = wheel.get("requires_torch")
-    if want_torch and _release(py.get("torch")) != want_torch:
+    # The collection's one torch rule (eccl_probe and torch_gcu_wheel judge the same way).
+    if want_torch and torch_matches(py.get("torch"), "==" + want_torch) is not True:
         out.append(finding(node, "wheel", "torch version", want_torch, py.get("torch"), "in %s" % py.get("path")))
     return out
 
