@@ -71,6 +71,28 @@ def missing(dest, files):
     return [e["file"] for e in files if sha256_of(os.path.join(dest, e["file"])) != e["sha256"]]
 
 
+def make_dirs(path, mode=0o700, dry_run=False):
+    """`path` and its missing parents as directories with `mode`, and `path`
+    itself set to `mode`; the directories made or changed (top first).
+    dry_run: change nothing, say what would be made or changed."""
+    todo = []
+    top = os.path.abspath(path)
+    while not os.path.isdir(top):
+        todo.append(top)
+        top = os.path.dirname(top)
+    changed = []
+    for directory in reversed(todo):
+        if not dry_run:
+            os.mkdir(directory, mode)
+            os.chmod(directory, mode)
+        changed.append(directory)
+    if not todo and (os.stat(path).st_mode & 0o7777) != mode:
+        if not dry_run:
+            os.chmod(path, mode)
+        changed.append(os.path.abspath(path))
+    return changed
+
+
 def file_url(base, name):
     return base.rstrip("/") + "/" + quote(name)
 

@@ -47,6 +47,14 @@ options:
     description: Where files are written until they are checked; on the same file system as O(dest).
     type: path
     required: true
+  fetch:
+    description:
+      - V(false) compares only, as check mode does, and, unless in check mode, makes O(dest) and its missing
+        parents root-only directories (mode C(0700); an existing O(dest) is set to C(0700)), so that what is
+        missing can be put there (the role C(gcu.topsrider.bundle_stage) does this first).
+      - V(true) fetches what is missing from O(url).
+    type: bool
+    default: true
   timeout:
     description: Seconds to wait for the connection and for each read.
     type: int
@@ -66,12 +74,12 @@ attributes:
 '''
 
 EXAMPLES = r'''
-- name: Which files of the bundle this node lacks
+- name: Which files of the bundle this node lacks; the directory they go in
   gcu.topsrider.bundle_fetch:
     files: "{{ manifest.files }}"
     dest: /var/cache/topsrider/2.5.136
     partial_dir: /var/cache/topsrider/.partial
-  check_mode: true
+    fetch: false
   register: held
 
 - name: Fetch them from a peer in the background
@@ -103,6 +111,12 @@ bytes:
   returned: success, not in check mode
   type: int
   sample: 1073741824
+made:
+  description: The directories made, or set to C(0700), with O(fetch=false) (in check mode, those that would be).
+  returned: with O(fetch=false)
+  type: list
+  elements: str
+  sample: ["/var/cache/topsrider", "/var/cache/topsrider/2.5.136"]
 file:
   description: The file that failed.
   returned: failure while fetching
@@ -114,7 +128,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 from ansible_collections.gcu.topsrider.plugins.module_utils._fetch import (
-    FetchError, fetch_all, missing, spec_problems)
+    FetchError, fetch_all, make_dirs, missing, spec_problems)
 
 
 def main():
@@ -125,6 +139,7 @@ def main():
             url=dict(type="str"),
             partial_dir=dict(type="path", required=True),
             timeout=dict(type="int", default=60),
+            fetch=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
     )
@@ -134,6 +149,12 @@ def main():
         module.fail_json(msg="files is not a usable list of bundle files: %s" % "; ".join(problems))
     # In check mode dest may not exist yet (nothing was created): then every file is missing.
     lacking = missing(p["dest"], p["files"])
+    if not p["fetch"]:
+        try:
+            made = make_dirs(p["dest"], dry_run=module.check_mode)
+        except (IOError, OSError) as e:
+            module.fail_json(msg="cannot make %s: %s" % (p["dest"], e), missing=lacking)
+        module.exit_json(changed=bool(made), missing=lacking, made=made)
     if module.check_mode or not lacking:
         module.exit_json(changed=bool(lacking), missing=lacking)
     if not os.path.isdir(p["dest"]):

@@ -68,3 +68,37 @@ def test_bad_file_lists_are_refused_before_anything_is_read(run, tmp_path):
     res = run({"files": [{"file": "../../etc/shadow", "sha256": "0" * 64, "size": 1}], "dest": str(tmp_path),
                "partial_dir": str(tmp_path / ".partial"), "url": "http://127.0.0.1:9"})
     assert res["failed"] and "not a plain file name" in res["msg"]
+
+
+def test_compare_only_makes_the_root_only_directories_and_fetches_nothing(run, tmp_path):
+    dest = tmp_path / "cache" / "2.5.136"
+    files = [entry("a.deb", b"a")]
+    result = run({"files": files, "dest": str(dest), "partial_dir": str(tmp_path / "cache" / ".partial"),
+                  "fetch": False})
+    assert result["changed"] is True and result["missing"] == ["a.deb"]
+    assert result["made"] == [str(tmp_path / "cache"), str(dest)]
+    for d in (tmp_path / "cache", dest):
+        assert (d.stat().st_mode & 0o7777) == 0o700
+    assert list(dest.iterdir()) == [] and not (tmp_path / "cache" / ".partial").exists()
+    # again: nothing to make, nothing changed
+    again = run({"files": files, "dest": str(dest), "partial_dir": str(tmp_path / "p"), "fetch": False})
+    assert again["changed"] is False and again["made"] == [] and again["missing"] == ["a.deb"]
+    # a loosened mode is set back
+    dest.chmod(0o755)
+    fixed = run({"files": files, "dest": str(dest), "partial_dir": str(tmp_path / "p"), "fetch": False})
+    assert fixed["changed"] is True and fixed["made"] == [str(dest)] and (dest.stat().st_mode & 0o7777) == 0o700
+
+
+def test_compare_only_in_check_mode_predicts_the_directories_and_makes_nothing(run, tmp_path):
+    dest = tmp_path / "cache" / "2.5.136"
+    result = run({"files": [entry("a.deb", b"a")], "dest": str(dest), "partial_dir": str(tmp_path / "p"),
+                  "fetch": False, "_ansible_check_mode": True})
+    assert result["changed"] is True and result["made"] == [str(tmp_path / "cache"), str(dest)]
+    assert result["missing"] == ["a.deb"] and not (tmp_path / "cache").exists()
+
+
+def test_a_dest_that_cannot_be_made_fails_naming_it(run, tmp_path):
+    (tmp_path / "cache").write_text(u"a file, not a directory")
+    result = run({"files": [entry("a.deb", b"a")], "dest": str(tmp_path / "cache" / "2.5.136"),
+                  "partial_dir": str(tmp_path / "p"), "fetch": False})
+    assert result.get("failed") and "cannot make %s" % (tmp_path / "cache" / "2.5.136") in result["msg"]
