@@ -3,7 +3,9 @@
 """Write a run's report files on the controller in one process.
 
 stdin: JSON [[path, content], ...]. Each file is written next to itself and
-renamed into place (a reader never sees half a report), mode 0644, ending
+renamed into place (a reader never sees half a report), mode 0644, in its
+directory, made (0755) when missing (a run's first host line makes
+<kind>-<run id>.d), ending
 with a newline (added when the text has none: a Jinja '\\n' inside a YAML
 block scalar arrives as two characters, so callers do not append one). One call
 instead of a copy-module run per file: the reports of a 16-node drift check
@@ -33,6 +35,9 @@ def main():
     for path, content in files:
         if not isinstance(path, str) or not path or not isinstance(content, str):
             sys.exit("write_reports: want [[path, text], ...], got %r" % ([path, type(content).__name__],))
+        directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            os.makedirs(directory, 0o755)
         write_atomic(path, content if content.endswith("\n") else content + "\n", 0o644, prefix=".report-")
     print(json.dumps({"written": [pair[0] for pair in files]}))
 

@@ -34,10 +34,18 @@ def test_refuses_what_is_not_a_list_of_path_and_text(tmp_path):
     assert os.listdir(str(tmp_path)) == []
 
 
-def test_a_missing_directory_fails_and_leaves_nothing(tmp_path):
-    done = run([[str(tmp_path / "nodir" / "a.json"), "x"]])
+def test_a_missing_directory_is_made(tmp_path):
+    done = run([[str(tmp_path / "deploy-1.d" / "node1.json"), "x"]])
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "deploy-1.d" / "node1.json").read_text() == "x\n"
+    assert stat.S_IMODE(os.stat(str(tmp_path / "deploy-1.d")).st_mode) == 0o755
+
+
+def test_a_directory_that_cannot_be_made_fails_and_leaves_nothing(tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    done = run([[str(tmp_path / "file" / "a.json"), "x"]])
     assert done.returncode != 0
-    assert os.listdir(str(tmp_path)) == []
+    assert os.listdir(str(tmp_path)) == ["file"]
 
 
 def test_every_file_ends_with_one_newline(tmp_path):
