@@ -194,3 +194,60 @@ def _name(lookup, ident):
         return lookup(ident)[0]
     except KeyError:
         return str(ident)
+
+
+def parse_os_release(text):
+    """KEY=value lines of /etc/os-release (values unquoted) as a dict."""
+    out = {}
+    for line in (text or "").splitlines():
+        key, sep, value = line.strip().partition("=")
+        if sep and key and not key.startswith("#"):
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            out[key] = value
+    return out
+
+
+def os_family(release):
+    """'Debian' for Debian and its derivatives (ID or ID_LIKE names debian or ubuntu), as
+    ansible_facts.os_family says; otherwise the ID as given, or None."""
+    names = [release.get("ID", "")] + release.get("ID_LIKE", "").split()
+    if any(n in ("debian", "ubuntu") for n in names):
+        return "Debian"
+    return release.get("ID") or None
+
+
+def local_facts(facts_dir):
+    """{name: the JSON object of <facts_dir>/<name>.fact}, as ansible_local has them: a file
+    that cannot be read or is not a JSON object gives its error as a string. Executable
+    facts are not run (the collection writes JSON ones)."""
+    out = {}
+    try:
+        names = sorted(n for n in os.listdir(facts_dir) if n.endswith(".fact"))
+    except OSError:
+        return out
+    for name in names:
+        path = os.path.join(facts_dir, name)
+        try:
+            with open(path, "rb") as f:
+                data = json.loads(f.read().decode("utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+        except (IOError, OSError, ValueError) as e:
+            data = "error loading fact %s: %s" % (path, e)
+        out[name[:-len(".fact")]] = data
+    return out
+
+
+def system_state(facts_dir, os_release="/etc/os-release"):
+    """The OS family, distribution and architecture, and the local facts."""
+    try:
+        with open(os_release, "rb") as f:
+            release = parse_os_release(f.read().decode("utf-8", "replace"))
+    except (IOError, OSError):
+        release = {}
+    return {"os_family": os_family(release), "distribution": release.get("ID") or None,
+            "distribution_version": release.get("VERSION_ID") or None,
+            "architecture": os.uname()[4], "local": local_facts(facts_dir)}
+

@@ -71,6 +71,17 @@ options:
       - A directory whose file system's free space is read (its nearest existing parent when it
         does not exist yet), e.g. the bundle cache root before the first deploy.
     type: path
+  system:
+    description:
+      - Read the node's OS family and architecture (C(/etc/os-release), the kernel's machine name) and its
+        local facts (every C(*.fact) JSON file in O(facts_dir), as C(ansible_local) has them), what a deploy's
+        preflight would otherwise gather with C(ansible.builtin.setup).
+    type: bool
+    default: false
+  facts_dir:
+    description: Where the local facts are (C(ansible.builtin.setup)'s C(fact_path) default).
+    type: path
+    default: /etc/ansible/facts.d
 extends_documentation_fragment:
   - gcu.topsrider.attributes
   - gcu.topsrider.attributes.read_only
@@ -151,6 +162,15 @@ state:
       description: C(path) as asked, C(checked) (the existing directory read), C(free) bytes available, or C(error).
       type: dict
       sample: {"path": "/var/cache/topsrider", "checked": "/var/cache", "free": 52428800000, "error": null}
+    system:
+      description: >-
+        C(os_family) (C(Debian) for Debian and its derivatives, as C(ansible_facts.os_family)), C(distribution)
+        (C(/etc/os-release)'s C(ID)), C(distribution_version) (C(VERSION_ID)), C(architecture) (the machine name)
+        and C(local), the local facts by file name without C(.fact) (a file that is not a JSON object: its error
+        as a string, as C(ansible_local) has it).
+      type: dict
+      sample: {"os_family": "Debian", "distribution": "debian", "distribution_version": "12", "architecture": "x86_64",
+               "local": {"topsrider": {"version": "2.5.136", "snapshot": "20261124T070404Z"}}}
 """
 
 import os
@@ -162,7 +182,7 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._node import (
     C_LOCALE, EFSMI_DIRS, PCI_ROOT, parse_ldconfig_cache, query_then_summary, read_pci,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._state import (
-    file_state, library_state, owned_files, packages_state, read_python, space_state,
+    file_state, library_state, owned_files, packages_state, read_python, space_state, system_state,
 )
 
 
@@ -244,6 +264,8 @@ def main():
             efsmi_path=dict(type="path"),
             dpkg_lock=dict(type="bool", default=False),
             space=dict(type="path"),
+            system=dict(type="bool", default=False),
+            facts_dir=dict(type="path", default="/etc/ansible/facts.d"),
         ),
         required_by={"library_package": "library"},
         supports_check_mode=True,
@@ -263,6 +285,7 @@ def main():
         "devices": read_devices(module, p["efsmi_path"]) if p["devices"] else None,
         "dpkg_lock": read_dpkg_lock() if p["dpkg_lock"] else None,
         "space": space_state(p["space"]) if p["space"] else None,
+        "system": system_state(p["facts_dir"]) if p["system"] else None,
     }
     module.exit_json(changed=False, state=state)
 

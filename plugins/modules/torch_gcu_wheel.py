@@ -21,8 +21,8 @@ description:
     its release).
   - With O(state=checked) that is all (a deploy's preflight, on every node before any role changes anything).
   - With O(state=present), when the installed torch_gcu is not the wheel's version - records the previous and new
-    version in O(state_file) (before pip runs, so a failed install still knows what to go back to), then runs
-    O(pip) C(install --no-index --no-deps) on the staged wheel file - no network, and torch and everything else stay
+    version in O(state_file) (before pip runs, so a failed install still knows what to go back to), then, once the
+    staged wheel file's sha256 is the manifest's, runs O(pip) C(install --no-index --no-deps) on it - no network, and torch and everything else stay
     untouched. Then, installed now or already, C(import torch_gcu) must work in O(python), torch_gcu must be the
     wheel's version and torch the version it was.
   - Uses pip directly rather than C(ansible.builtin.pip), which needs C(packaging) or C(pkg_resources) importable by
@@ -127,6 +127,7 @@ import stat
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gcu.topsrider.plugins.module_utils._atomic import write_atomic
 from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import torch_matches
+from ansible_collections.gcu.topsrider.plugins.module_utils._manifest import sha256_file
 from ansible_collections.gcu.topsrider.plugins.module_utils._node import C_LOCALE
 from ansible_collections.gcu.topsrider.plugins.module_utils._state import read_python
 
@@ -217,6 +218,19 @@ def write_record(path, record):
     write_atomic(path, json.dumps(record, indent=4, sort_keys=True) + "\n", 0o600, prefix=".torch_gcu.")
 
 
+def check_staged(module, wheel, wheel_path):
+    """The staged wheel is the manifest's (sha256), checked before pip reads it."""
+    try:
+        have = sha256_file(wheel_path)
+    except (IOError, OSError) as e:
+        module.fail_json(msg="torch_gcu: cannot read the staged wheel %s (%s), nothing was changed. Stage the bundle "
+                             "again (role gcu.topsrider.bundle_stage)." % (wheel_path, e))
+    if have != wheel.get("sha256"):
+        module.fail_json(msg="torch_gcu: the staged wheel %s does not match the manifest (sha256 %s, the manifest "
+                             "says %s), nothing was changed. Stage the bundle again (role gcu.topsrider.bundle_stage)."
+                             % (wheel_path, have, wheel.get("sha256")))
+
+
 def install(module, p, env, wheel_path, installed, version):
     """pip install of the staged wheel (a dry run in check mode, when pip can); (changed, msg)."""
     if module.check_mode and not (os.path.isfile(wheel_path) and version_tuple(env["pip"]) >= PIP_DRY_RUN):
@@ -291,6 +305,8 @@ def main():
                          else None},
             "current": {"version": version, "wheel": wheel_path},
         }
+        if not module.check_mode or os.path.isfile(wheel_path):
+            check_staged(module, wheel, wheel_path)
         if not module.check_mode:
             # Before pip runs, so a failed install still knows what to go back to.
             write_record(p["state_file"], record)

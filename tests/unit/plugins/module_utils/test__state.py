@@ -156,3 +156,35 @@ def test_space_state_reads_the_nearest_existing_parent(tmp_path):
     assert isinstance(got["free"], int) and got["free"] <= st.f_blocks * st.f_frsize
     os.makedirs(missing)
     assert _state.space_state(missing)["checked"] == missing
+
+
+@pytest.mark.parametrize("text,family,dist", [
+    ('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nVERSION_ID="12"\n', "Debian", "debian"),
+    ('ID=ubuntu\nID_LIKE=debian\nVERSION_ID="22.04"\n', "Debian", "ubuntu"),
+    ('ID=linuxmint\nID_LIKE="ubuntu debian"\n', "Debian", "linuxmint"),
+    ('ID="rocky"\nID_LIKE="rhel centos fedora"\n', "rocky", "rocky"),
+    ("", None, None),
+])
+def test_os_family_as_ansible_facts_name_it_for_debian_and_its_derivatives(text, family, dist):
+    release = _state.parse_os_release(text)
+    assert _state.os_family(release) == family and (release.get("ID") or None) == dist
+
+
+def test_local_facts_as_ansible_local_has_them(tmp_path):
+    (tmp_path / "topsrider.fact").write_text(u'{"version": "2.5.136", "snapshot": "s1"}\n')
+    (tmp_path / "broken.fact").write_text(u"{not json")
+    (tmp_path / "list.fact").write_text(u"[1, 2]")
+    (tmp_path / "notes.txt").write_text(u"{}")
+    facts = _state.local_facts(str(tmp_path))
+    assert sorted(facts) == ["broken", "list", "topsrider"]
+    assert facts["topsrider"] == {"version": "2.5.136", "snapshot": "s1"}
+    assert facts["broken"].startswith("error loading fact") and "not a JSON object" in facts["list"]
+    assert _state.local_facts(str(tmp_path / "none")) == {}
+
+
+def test_system_state_reads_os_release_and_the_machine(tmp_path):
+    release = tmp_path / "os-release"
+    release.write_text(u'ID=debian\nVERSION_ID="11"\n')
+    got = _state.system_state(str(tmp_path / "facts"), str(release))
+    assert got == {"os_family": "Debian", "distribution": "debian", "distribution_version": "11",
+                   "architecture": os.uname()[4], "local": {}}

@@ -5,6 +5,7 @@ environment (two small Python scripts run as real processes): the probe reads
 what the fake pip installed, `import torch_gcu` fails where the environment
 says so. The refusals change nothing; a no-change re-run runs no pip; check
 mode installs and records nothing."""
+import hashlib
 import json
 import os
 import sys
@@ -58,8 +59,10 @@ json.dump(env, open(path, "w"))
 print("Successfully installed torch_gcu-" + version)
 '''
 
+WHEEL_BYTES = b"wheel"
 WHEEL_311 = {"file": "torch_gcu-2.13.0+2.5.136-py311-none-any.whl", "type": "wheel", "package": "torch_gcu",
-             "version": "2.13.0+2.5.136", "python": "3.11", "requires_torch": "2.13.0", "sha256": "0" * 64}
+             "version": "2.13.0+2.5.136", "python": "3.11", "requires_torch": "2.13.0",
+             "sha256": hashlib.sha256(WHEEL_BYTES).hexdigest()}
 WHEEL_310 = dict(WHEEL_311, file="torch_gcu-2.13.0+2.5.136-py310-none-any.whl", python="3.10")
 
 
@@ -75,7 +78,7 @@ def node(tmp_path, monkeypatch):
         os.chmod(str(venv / name), 0o755)
     bundle = tmp_path / "cache" / "2.5.136"
     bundle.mkdir(parents=True)
-    (bundle / WHEEL_311["file"]).write_text(u"wheel")
+    (bundle / WHEEL_311["file"]).write_bytes(WHEEL_BYTES)
 
     class Node(object):
         python = str(venv / "python")
@@ -141,7 +144,8 @@ def test_installs_records_and_proves_then_a_rerun_changes_nothing(node):
 def test_an_upgrade_records_the_wheel_the_previous_version_came_from(node):
     node.run()
     newer = dict(WHEEL_311, file="torch_gcu-2.13.0+2.5.140-py311-none-any.whl", version="2.13.0+2.5.140")
-    (open(os.path.join(node.bundle_path, newer["file"]), "w")).close()
+    with open(os.path.join(node.bundle_path, newer["file"]), "wb") as f:
+        f.write(WHEEL_BYTES)
     node.manifest(newer)
     result = node.run()
     assert result["changed"] and result["previous"] == "2.13.0+2.5.136" and node.installed() == "2.13.0+2.5.140"
@@ -233,8 +237,30 @@ def test_an_import_that_fails_after_the_install_is_named_with_the_hint(node):
         assert json.load(f)["previous"]["version"] is None
 
 
-def test_a_failed_pip_fails_with_its_output_and_keeps_the_record(node):
-    node.manifest(dict(WHEEL_311, file="torch_gcu-2.13.0+2.5.136-py311-none-any-gone.whl"))
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_a_staged_wheel_that_is_not_the_manifests_is_refused_before_anything(node, check_mode):
+    with open(os.path.join(node.bundle_path, WHEEL_311["file"]), "wb") as f:
+        f.write(b"corrupt")
+    result = node.run(check_mode=check_mode)
+    assert result.get("failed") and "does not match the manifest" in result["msg"]
+    assert "nothing was changed" in result["msg"] and hashlib.sha256(b"corrupt").hexdigest() in result["msg"]
+    assert node.pip_calls() == [] and node.installed() is None and not os.path.exists(node.state_file)
+
+
+def test_a_wheel_that_is_not_staged_is_refused_before_anything(node):
+    os.unlink(os.path.join(node.bundle_path, WHEEL_311["file"]))
     result = node.run()
-    assert result.get("failed") and "failed (rc=1)" in result["msg"] and "No such file" in result["msg"]
+    assert result.get("failed") and "cannot read the staged wheel" in result["msg"]
+    assert node.pip_calls() == [] and not os.path.exists(node.state_file)
+
+
+def test_a_failed_pip_fails_with_its_output_and_keeps_the_record(node):
+    # this pip fails as a full disk makes it fail
+    fake_pip = os.path.join(os.path.dirname(node.python), "pip3")
+    with open(fake_pip) as f:
+        text = f.read()
+    with open(fake_pip, "w") as f:
+        f.write(text.replace("if \"--dry-run\" in sys.argv:", "sys.exit('ERROR: No space left on device')\nif 0:"))
+    result = node.run()
+    assert result.get("failed") and "failed (rc=1)" in result["msg"] and "No space left" in result["msg"]
     assert node.installed() is None and os.path.exists(node.state_file)

@@ -94,7 +94,16 @@ def test_everything_in_one_pass(run, tmp_path):
 def test_nothing_asked_runs_nothing(run):
     result, calls = run({}, {})
     assert calls == [] and result["state"] == {"packages": {}, "files": {}, "python": None, "library": None,
-                                               "devices": None, "dpkg_lock": None, "space": None}
+                                               "devices": None, "dpkg_lock": None, "space": None,
+                                               "system": None}
+
+
+def test_system_part_reads_the_os_and_the_local_facts_without_a_command(run, tmp_path):
+    (tmp_path / "topsrider.fact").write_text(u'{"version": "2.5.136"}')
+    result, calls = run({"system": True, "facts_dir": str(tmp_path)}, {})
+    system = result["state"]["system"]
+    assert calls == [] and system["local"] == {"topsrider": {"version": "2.5.136"}}
+    assert system["architecture"] == os.uname()[4] and system["os_family"] is not None
 
 
 def test_preflight_parts_dpkg_lock_and_space(run, monkeypatch, tmp_path):
