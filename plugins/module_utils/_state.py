@@ -250,4 +250,3 @@ def system_state(facts_dir, os_release="/etc/os-release"):
     return {"os_family": os_family(release), "distribution": release.get("ID") or None,
             "distribution_version": release.get("VERSION_ID") or None,
             "architecture": os.uname()[4], "local": local_facts(facts_dir)}
-
