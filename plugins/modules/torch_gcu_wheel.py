@@ -232,24 +232,24 @@ def check_staged(module, wheel, wheel_path):
 
 
 def install(module, p, env, wheel_path, installed, version):
-    """pip install of the staged wheel (a dry run in check mode, when pip can); (changed, msg)."""
+    """pip install of the staged wheel (a dry run in check mode, when pip can); what was done, as a message."""
     if module.check_mode and not (os.path.isfile(wheel_path) and version_tuple(env["pip"]) >= PIP_DRY_RUN):
         reason = ("the wheel %s is not staged on this node yet" % wheel_path if not os.path.isfile(wheel_path)
                   else "pip %s has no --dry-run (22.2 or later)" % env["pip"])
-        return True, ("check mode: %s, so pip cannot predict the install; a real run installs torch_gcu %s "
-                      "(installed now: %s) into %s." % (reason, version, installed, p["python"]))
+        return ("check mode: %s, so pip cannot predict the install; a real run installs torch_gcu %s "
+                "(installed now: %s) into %s." % (reason, version, installed, p["python"]))
     argv = [p["pip"], "install", "--no-index", "--no-deps"] + (["--dry-run"] if module.check_mode else []) + [wheel_path]
     rc, out, err = module.run_command(argv, environ_update=PIP_ENVIRONMENT, cwd="/")
     if rc != 0:
         module.fail_json(msg="torch_gcu: `%s` failed (rc=%d): %s" % (" ".join(argv), rc, " | ".join(
             (err or out or "no output").strip().splitlines()[-3:])), cmd=argv, rc=rc, stdout=out, stderr=err)
-    return "Successfully installed" in out or "Would install" in out, ("%s torch_gcu %s into %s (was %s)" % (
-        "check mode: pip would install" if module.check_mode else "installed", version, p["python"], installed))
+    return "%s torch_gcu %s into %s (was %s)" % (
+        "check mode: pip would install" if module.check_mode else "installed", version, p["python"], installed)
 
 
 def prove(module, p, env, version):
     """import torch_gcu works, at the wheel's version, with torch untouched; fails naming what is wrong."""
-    rc, out, err = module.run_command([p["python"], "-c", "import torch_gcu"], environ_update=dict(C_LOCALE), cwd="/")
+    rc, dummy, err = module.run_command([p["python"], "-c", "import torch_gcu"], environ_update=dict(C_LOCALE), cwd="/")
     after = read_python(module, p["python"])
     if rc == 0 and after["torch_gcu"] == version and after["torch"] == env["torch"]:
         return
@@ -311,7 +311,7 @@ def main():
             # Before pip runs, so a failed install still knows what to go back to.
             write_record(p["state_file"], record)
         # The record was written (or would be, in check mode): a change whatever pip says.
-        dummy, msg = install(module, p, env, wheel_path, installed, version)
+        msg = install(module, p, env, wheel_path, installed, version)
         result["changed"] = True
     if not (module.check_mode and result["needs_change"]):
         prove(module, p, env, version)
