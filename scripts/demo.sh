@@ -20,7 +20,7 @@ play() {
     | { grep --line-buffered -E '^ASYNC (POLL|OK|FAILED)' || true; }
   rc=${PIPESTATUS[0]}
   set -e
-  # the last fleet report the run printed (tasks/report.yml, a failed run's
+  # the last fleet report the run printed (tasks/finish.yml, a failed run's
   # included: a YAML literal block, every line whole), then the recap
   awk '/^TASK \[/ { if (inb) last = out; inb = 0; intask = ($0 ~ /Report \| Print it/); next }
        intask && /^ +msg: \|/ { inb = 1; out = ""; next }

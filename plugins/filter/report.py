@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The fleet report of deploy, verify and rollback (playbooks/tasks/report.yml)
+"""The fleet report of deploy, verify and rollback (playbooks/tasks/finish.yml)
 as plain text (printed) and JUnit XML (written). The logic lives in
 plugins/module_utils/_fleet_report.py (pure, unit-tested); these are thin wrappers."""
 

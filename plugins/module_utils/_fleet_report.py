@@ -2,7 +2,7 @@
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The fleet report of deploy.yml, verify.yml and rollback.yml
-(playbooks/tasks/report.yml builds it) as plain text and as JUnit XML.
+(playbooks/tasks/finish.yml builds it) as plain text and as JUnit XML.
 
 Pure functions, no ansible imports: the filter plugin gcu.topsrider.report
 calls them on the controller and the unit tests call them directly.

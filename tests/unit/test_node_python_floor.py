@@ -2,7 +2,7 @@
 ansible-core (2.19), which the collection is tested with (README, support
 matrix). Module code is checked statically with vermin for 3.8, the read-only
 modules run on a real CPython 3.8, and a 3.6 or 3.7 node is refused by
-playbooks/tasks/node_python.yml with `raw`, before any module is sent."""
+playbooks/tasks/inputs.yml (its python check) with `raw`, before any module is sent."""
 import glob
 import json
 import os
@@ -76,9 +76,9 @@ def run_node_python_check(tmp_path, python):
     marker = tmp_path / "module-ran"
     playbook.write_text(
         "- hosts: all\n  gather_facts: false\n  tasks:\n"
-        "    - ansible.builtin.import_tasks: %s\n"
+        "    - ansible.builtin.import_tasks: %s\n      vars:\n        inputs_checks: [python]\n"
         "    - ansible.builtin.file:\n        path: %s\n        state: touch\n        mode: '0644'\n"
-        % (os.path.join(TOP, "playbooks", "tasks", "node_python.yml"), marker))
+        % (os.path.join(TOP, "playbooks", "tasks", "inputs.yml"), marker))
     proc = subprocess.run(
         [os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook),
          "-e", "ansible_python_interpreter=%s" % python],

@@ -141,7 +141,7 @@ PLAYBOOK_READS = playbook_reads()
 
 
 def test_there_are_task_files():
-    assert "playbooks/tasks/preflight.yml" in TASK_FILES and "roles/eccl_env/tasks/main.yml" in TASK_FILES
+    assert "playbooks/tasks/rollout.yml" in TASK_FILES and "roles/eccl_env/tasks/main.yml" in TASK_FILES
 
 
 @pytest.mark.parametrize("path", TASK_FILES)

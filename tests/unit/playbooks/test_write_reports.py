@@ -49,7 +49,7 @@ def test_a_directory_that_cannot_be_made_fails_and_leaves_nothing(tmp_path):
 
 
 def test_every_file_ends_with_one_newline(tmp_path):
-    # tasks/report.yml passes to_nice_json output, which has no final newline.
+    # tasks/finish.yml passes to_nice_json output, which has no final newline.
     files = [[str(tmp_path / "a.json"), '{\n    "a": 1\n}'], [str(tmp_path / "b.json"), "{}\n"]]
     done = run(files)
     assert done.returncode == 0, done.stderr

@@ -18,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 XSD = os.path.abspath(os.path.join(HERE, "..", "..", "fixtures", "junit.xsd"))
 LONG = "8 cards healthy, ECCL ok at level collective" + ", and a long tail" * 12
 
-# The shape tasks/report.yml writes (an upgrade halted on node4: restored, failed).
+# The shape tasks/finish.yml writes (an upgrade halted on node4: restored, failed).
 REPORT = {
     "kind": "deploy", "id": "20261123T101500Z-ab12", "check_mode": False, "written": "2026-11-23T10:16:02Z",
     "summary": {"ok": 2, "failed": 1, "unreachable": 1, "pending": 0, "not_started": 1, "changed": 2},
@@ -119,7 +119,7 @@ REAL = os.path.abspath(os.path.join(HERE, "..", "..", "fixtures", "reports"))
 
 @pytest.mark.parametrize("name", sorted(os.listdir(REAL)))
 def test_real_reports(name):
-    """Reports as tasks/report.yml wrote them in molecule's fleet scenario
+    """Reports as tasks/finish.yml wrote them in molecule's fleet scenario
     (deploy-mid-rollout.json: the upgrade after its third batch, node4 not reached
     yet; deploy-failed-upgrade.json: node4 failed, restored, a multi-line detail)."""
     with open(os.path.join(REAL, name)) as f:
