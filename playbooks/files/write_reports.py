@@ -36,8 +36,9 @@ def main():
         if not isinstance(path, str) or not path or not isinstance(content, str):
             sys.exit("write_reports: want [[path, text], ...], got %r" % ([path, type(content).__name__],))
         directory = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
+        # Several hosts write their lines at once (one process each): another may make
+        # the run's directory between a look and a mkdir, so an existing one is fine.
+        os.makedirs(directory, 0o755, exist_ok=True)
         write_atomic(path, content if content.endswith("\n") else content + "\n", 0o644, prefix=".report-")
     print(json.dumps({"written": [pair[0] for pair in files]}))
 

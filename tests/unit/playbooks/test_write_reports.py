@@ -1,6 +1,8 @@
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """playbooks/files/write_reports.py: the run's report files, written in one process."""
+import importlib.util
+import io
 import json
 import os
 import stat
@@ -56,3 +58,26 @@ def test_every_file_ends_with_one_newline(tmp_path):
     assert json.loads((tmp_path / "a.json").read_text()) == {"a": 1}
     assert (tmp_path / "a.json").read_text().endswith("}\n")
     assert (tmp_path / "b.json").read_text() == "{}\n"
+
+
+
+def test_a_directory_another_writer_made_meanwhile_is_used(tmp_path, monkeypatch, capsys):
+    """verify.yml's hosts write their lines into the run's new directory at the same
+    moment, one controller process each: another makes it between this one's look and
+    its own mkdir (seen in make demo: FileExistsError). The line must still land."""
+    spec = importlib.util.spec_from_file_location("write_reports_under_test", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    directory = tmp_path / "verify-1.d"
+    real_mkdir = os.mkdir
+
+    def another_writer_first(path, mode=0o777, **kwargs):
+        if os.path.abspath(path) == str(directory):
+            real_mkdir(path, 0o755)  # the other host's writer wins the race
+        return real_mkdir(path, mode, **kwargs)
+
+    monkeypatch.setattr(module.os, "mkdir", another_writer_first)
+    monkeypatch.setattr(module.sys, "stdin", io.StringIO(json.dumps([[str(directory / "node2.json"), "{}"]])))
+    module.main()
+    assert (directory / "node2.json").read_text() == "{}\n"
+    assert json.loads(capsys.readouterr().out)["written"] == [str(directory / "node2.json")]
