@@ -60,7 +60,6 @@ def test_every_file_ends_with_one_newline(tmp_path):
     assert (tmp_path / "b.json").read_text() == "{}\n"
 
 
-
 def test_a_directory_another_writer_made_meanwhile_is_used(tmp_path, monkeypatch, capsys):
     """verify.yml's hosts write their lines into the run's new directory at the same
     moment, one controller process each: another makes it between this one's look and
