@@ -4,6 +4,10 @@ Not Enflame code, and no device memory: a "GCU tensor" here is a CPU tensor
 whose storage the stand-in has recorded as placed on card N. What matters is
 that the stand-in refuses what a T20 refuses:
 
+- a process that uses a card (``set_device``, or a tensor placed on it) opens
+  the card's device file /dev/gcu<N> and holds it until it exits, as the
+  real runtime does, so a node's busy cards can be found in /proc; a card
+  without its device file (driver not loaded) fails there;
 - tensors are placed only through the device APIs real training code uses:
   torch_gcu 1.x ``torch_gcu.gcu_device(i)`` (an ``xla`` device) and torch_gcu 2.x
   ``torch.device("gcu", i)`` (``torch.gcu.set_device``, ``current_device``,
@@ -95,10 +99,6 @@ def _record(value, mark):
             _record(item, mark)
 
 
-def visible_count():
-    return len(_sim_state.visible_cards())
-
-
 def _device_mark(device):
     """HOST, a card index, or None when `device` names no device."""
     if device is None or isinstance(device, (int, torch.Tensor)):
@@ -110,11 +110,7 @@ def _device_mark(device):
     if device.type not in DEVICE_TYPES:
         return HOST
     index = device.index if device.index is not None else current_device()
-    count = visible_count()
-    if not 0 <= index < count:
-        raise PlacementError("GCU error [simulated]: invalid device ordinal %d: %d GCU(s) visible to this process"
-                             % (index, count))
-    return index
+    return use_card(index)
 
 
 def _tensors(args, kwargs):
@@ -216,13 +212,24 @@ def current_device():
     return getattr(_current, "index", 0)
 
 
+def use_card(index):
+    """The visible ordinal `index`, checked, with its card's device file open (as
+    the runtime opens /dev/gcu<N> when a process first uses a card, and holds it
+    until the process exits); a missing device file fails as on a T20."""
+    cards = _sim_state.visible_cards()
+    if not 0 <= index < len(cards):
+        raise PlacementError("GCU error [simulated]: invalid device ordinal %d: %d GCU(s) visible to this process"
+                             % (index, len(cards)))
+    try:
+        _sim_state.open_card(cards[index].get("index", index))
+    except _sim_state.DeviceFileError as exc:
+        raise PlacementError(str(exc))
+    return index
+
+
 def set_device(device):
     index = device.index if isinstance(device, torch.device) else int(device)
-    count = visible_count()
-    if not 0 <= index < count:
-        raise PlacementError("GCU error [simulated]: invalid device ordinal %d: %d GCU(s) visible to this process"
-                             % (index, count))
-    _current.index = index
+    _current.index = use_card(index)
 
 
 def synchronize(device=None):  # pylint: disable=unused-argument

@@ -8,6 +8,10 @@ import os
 
 STATE_FILE = "/etc/topsrider-sim/state.json"
 VISIBLE_ENV = ("ENFLAME_VISIBLE_DEVICES", "TOPS_VISIBLE_DEVICES")
+# The cards' device files, as the enflame driver makes them (simctl makes the
+# stand-ins); TOPSRIDER_SIM_DEV points elsewhere in tests.
+DEV_DIR = "/dev"
+_open_cards = {}
 
 
 def state_path():
@@ -71,3 +75,34 @@ def link_state(state=None):
     except (TypeError, ValueError):
         slow = 1.0
     return bool(link.get("down")), slow
+
+
+def device_file(index):
+    return os.path.join(os.environ.get("TOPSRIDER_SIM_DEV", DEV_DIR), "gcu%d" % int(index))
+
+
+class DeviceFileError(RuntimeError):
+    """The card's device file cannot be opened (SIMULATED, as the driver fails)."""
+
+
+def open_card(index):
+    """Open the card's device file, as the real runtime does when a process first
+    uses a card, and keep it open until the process exits (so that everyone can
+    see who holds the card: /proc/<pid>/fd). The index is the driver's (the
+    card's own), not the position among the visible cards."""
+    index = int(index)
+    if index in _open_cards:
+        return _open_cards[index]
+    path = device_file(index)
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError as exc:
+        raise DeviceFileError("GCU error [simulated]: cannot open %s: %s (is the enflame driver loaded, "
+                              "does the card have its device file?)" % (path, exc.strerror or exc))
+    _open_cards[index] = fd
+    return fd
+
+
+def open_cards():
+    """The card indexes this process holds."""
+    return sorted(_open_cards)
