@@ -22,6 +22,12 @@ description:
     and returns the same facts in the same schema (plus a few NVIDIA-only keys, among them the processes on
     each GPU); the PCI view then lists the NVIDIA GPU functions (vendor C(10de), display class C(03xx), so
     NVSwitches and audio functions do not count).
+  - >-
+    Also returns who uses the cards (C(gcu_holders)), read from C(/proc) with the collection's one busy reader
+    (the same as M(gcu.topsrider.topsrider_state)'s O(gcu.topsrider.topsrider_state#module:holders)): every
+    process holding a card's device file (C(/dev/gcu<N>), C(/dev/nvidia<N>)) with pid, user, command, cards and
+    Slurm job; on NVIDIA nodes merged with C(nvidia-smi)'s compute processes (its card attribution is exact).
+    With O(processes), also the processes a launch check counts (C(playbooks/launch_check.yml)).
   - Optionally checks expectations (device count, health, temperature, every card busy) and
     fails with a message naming the cards and the remedy.
   - Output that it does not understand fails with the first lines quoted; a device count is never guessed.
@@ -88,6 +94,15 @@ options:
       - A card whose utilization is C(N/A) counts as not busy. NVIDIA GPUs in MIG mode report no
         utilization, so they always fail this check; the message says so.
     type: float
+  processes:
+    description:
+      - Also return RV(processes), every process that holds a card, carries C(LOCAL_RANK) in its environment
+        (a launcher's rank) or whose command line matches O(process_match), for a launch check.
+    type: bool
+    default: false
+  process_match:
+    description: A regular expression; processes whose command line matches count for O(processes) too.
+    type: str
   timeout:
     description:
       - Seconds each run of efsmi or C(nvidia-smi) may take. A run that takes longer (a wedged driver
@@ -287,6 +302,23 @@ ansible_facts:
       sample: {count: 8, device_ids: ["0021", "0021", "0021", "0021", "0021", "0021", "0021", "0021"],
                bus_ids: ["0000:3d:00.0", "0000:3e:00.0", "0000:40:00.0", "0000:41:00.0",
                          "0000:b1:00.0", "0000:b2:00.0", "0000:b4:00.0", "0000:b5:00.0"]}
+    gcu_holders:
+      description:
+        - The processes that hold a card (C(pid), C(ppid), C(user), C(command), C(devices), C(cards),
+          C(slurm_job_id)); empty when nobody uses the node. Needs root to see other users' processes.
+        - On NVIDIA nodes the cards are nvidia-smi's where it lists the process.
+      returned: always
+      type: list
+      elements: dict
+      sample: [{"pid": 4242, "ppid": 4200, "user": "alice", "command": "python train.py", "devices": ["gcu0"],
+                "cards": [0], "slurm_job_id": "17"}]
+processes:
+  description: >-
+    With O(processes): the processes a launch check counts (C(pid), C(ppid), C(user), C(cmdline), C(env) with the
+    rank variables, C(environ_readable), C(cards), C(slurm_job_id)).
+  returned: when O(processes) is true
+  type: list
+  elements: dict
 problems:
   description: Failed expectations, each naming the cards and the remedy. Empty on success.
   returned: always
@@ -316,6 +348,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gcu.topsrider.plugins.module_utils._efsmi import check_expectations
+from ansible_collections.gcu.topsrider.plugins.module_utils._holders import card_holders, merge_listed, read_processes
 from ansible_collections.gcu.topsrider.plugins.module_utils._node import (
     EFSMI_DIRS, PCI_ROOT, query_then_summary, read_efsmi, read_pci, run_c, timeout_message,
 )
@@ -509,6 +542,8 @@ def main():
             require_healthy=dict(type="bool", default=False),
             max_temperature=dict(type="int"),
             min_utilization=dict(type="float"),
+            processes=dict(type="bool", default=False),
+            process_match=dict(type="str"),
             timeout=dict(type="int", default=60),
         ),
         mutually_exclusive=[("efsmi_path", "nvidia_smi_path")],
@@ -522,6 +557,10 @@ def main():
     if p["min_utilization"] is not None and not 0 <= p["min_utilization"] < 100:
         module.fail_json(msg="min_utilization is a percentage in [0, 100), got %s" % p["min_utilization"],
                          problems=[])
+    try:
+        match = re.compile(p["process_match"]) if p["process_match"] else None
+    except re.error as e:
+        module.fail_json(msg="process_match is not a regular expression: %s" % e, problems=[])
     if p["vendor"] == "nvidia" and p["efsmi_path"] or p["vendor"] == "enflame" and p["nvidia_smi_path"]:
         module.fail_json(msg="vendor=%s does not go with %s" % (
             p["vendor"], "efsmi_path" if p["efsmi_path"] else "nvidia_smi_path"), problems=[])
@@ -545,7 +584,16 @@ def main():
     for w in warnings + notes:
         module.warn(w)
 
+    try:
+        procs = read_processes(match=match)
+    except OSError as e:
+        module.fail_json(msg="cannot read /proc to tell who uses the cards: %s" % e, problems=[])
+    holders = card_holders(procs)
+    if vendor == "nvidia":
+        holders = merge_listed(holders, [(a["pid"], c["index"], a.get("process_name"))
+                                         for c in cards for a in c.get("processes") or []])
     facts = {
+        "gcu_holders": holders,
         "gcu_vendor": vendor,
         "gcu_devices": cards,
         "gcu_device_count": len(cards),
@@ -554,6 +602,8 @@ def main():
         "gcu_pci_devices": pci,
     }
     result = dict(changed=False, ansible_facts=facts, problems=problems, source=used)
+    if p["processes"]:
+        result["processes"] = procs
     result["efsmi" if vendor == "enflame" else "nvidia_smi"] = tool
     if problems:
         module.fail_json(msg="gcu_devices: %d problem(s): %s" % (len(problems), " | ".join(problems)), **result)

@@ -1,14 +1,18 @@
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""launch_procs.py (dist_launch's launch check helper): finding the training
-processes in a /proc tree and the verdict against the cards."""
+"""playbooks/files/launch_procs.py (the launch check's verdict): finding the
+training processes among what the one busy reader (module_utils/_holders.py,
+which gcu_devices runs) read from a /proc tree, and the verdict against the cards."""
 import importlib.util
 import json
 import os
+import re
 
 import pytest
 
-PATH = os.path.join(os.path.dirname(__file__), "..", "..", "..", "roles", "dist_launch", "files", "launch_procs.py")
+from ansible_collections.gcu.topsrider.plugins.module_utils._holders import read_processes
+
+PATH = os.path.join(os.path.dirname(__file__), "..", "..", "..", "playbooks", "files", "launch_procs.py")
 SPEC = importlib.util.spec_from_file_location("launch_procs", PATH)
 lp = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(lp)
@@ -19,6 +23,7 @@ def fake_proc(root, pid, ppid, argv, env=None, comm="python3"):
     d.mkdir()
     (d / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + (b"\0" if argv else b""))
     (d / "stat").write_text("%d (%s) S %d 1 1 0 -1\n" % (pid, comm, ppid))
+    (d / "status").write_text("Name:\t%s\nUid:\t0\t0\t0\t0\n" % comm)
     (d / "environ").write_bytes(b"\0".join(("%s=%s" % kv).encode() for kv in sorted((env or {}).items())))
 
 
@@ -42,7 +47,7 @@ def torchrun_job(tmp_path):
 
 
 def test_finds_the_ranks_not_the_launchers_or_workers(torchrun_job):
-    ranks = lp.training_processes(lp.read_processes(str(torchrun_job)))
+    ranks = lp.training_processes(read_processes(str(torchrun_job)))
     assert [r["pid"] for r in ranks] == list(range(110, 118))
     assert [r["local_rank"] for r in ranks] == list(range(8))
     assert ranks[0]["cmdline"] == "/opt/venvs/train/bin/python -u train.py"
@@ -52,16 +57,23 @@ def test_torchrun_script_and_plain_python_with_match(tmp_path):
     fake_proc(tmp_path, 10, 1, ["/opt/venvs/train/bin/python", "/opt/venvs/train/bin/torchrun", "train.py"])
     fake_proc(tmp_path, 11, 1, ["python3", "train.py", "--epochs", "3"], {"PATH": "/bin"})
     fake_proc(tmp_path, 12, 1, ["python3", "other.py"], {"PATH": "/bin"})
-    procs = lp.read_processes(str(tmp_path))
-    assert lp.training_processes(procs) == []
+    assert lp.training_processes(read_processes(str(tmp_path))) == []
+    procs = read_processes(str(tmp_path), re.compile(r"train\.py"))
     assert [r["pid"] for r in lp.training_processes(procs, r"train\.py")] == [11]
 
 
 def test_unreadable_environ_is_reported(tmp_path):
     fake_proc(tmp_path, 10, 1, ["python3", "train.py"])
     os.remove(str(tmp_path / "10" / "environ"))
-    (procs,) = lp.read_processes(str(tmp_path))
+    (procs,) = read_processes(str(tmp_path), re.compile("train"))
     assert procs["environ_readable"] is False and procs["env"] == {}
+
+
+def processes_file(root, tmp_path, match=None):
+    """What gcu_devices (processes: true) returns for the fake /proc, as the playbook hands it over."""
+    path = tmp_path / "processes.json"
+    path.write_text(json.dumps(read_processes(str(root), re.compile(match) if match else None)))
+    return str(path)
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -119,15 +131,17 @@ def test_verdict(found, util, cards, ok, case, phrases):
     json.dumps(out)
 
 
-def test_main_prints_json(torchrun_job, capsys):
-    assert lp.main(["--util", ",".join("%d=85" % i for i in range(8)), "--proc", str(torchrun_job)]) == 0
+def test_main_prints_json(torchrun_job, tmp_path_factory, capsys):
+    procs = processes_file(torchrun_job, tmp_path_factory.mktemp("json"))
+    assert lp.main(["--util", ",".join("%d=85" % i for i in range(8)), "--processes", procs]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] and out["processes"] == 8 and out["cards"] == 8
 
 
-def test_main_refuses_bad_util(capsys):
+def test_main_refuses_bad_util(tmp_path, capsys):
+    (tmp_path / "p.json").write_text("[]")
     with pytest.raises(SystemExit) as exc:
-        lp.main(["--util", "0:85"])
+        lp.main(["--util", "0:85", "--processes", str(tmp_path / "p.json")])
     assert exc.value.code == 2 and "INDEX=PERCENT" in capsys.readouterr().err
 
 
@@ -176,12 +190,20 @@ def test_parse_gpu_pids(text, expected):
     assert lp.parse_gpu_pids(text) == expected
 
 
-def test_main_with_gpu_pids(torchrun_job, capsys):
+def test_main_refuses_processes_that_are_not_a_list(tmp_path, capsys):
+    (tmp_path / "p.json").write_text('{"pid": 1}')
+    with pytest.raises(SystemExit) as exc:
+        lp.main(["--util", "0=85", "--processes", str(tmp_path / "p.json")])
+    assert exc.value.code == 2 and "a JSON list of processes" in capsys.readouterr().err
+
+
+def test_main_with_gpu_pids(torchrun_job, tmp_path_factory, capsys):
+    procs = processes_file(torchrun_job, tmp_path_factory.mktemp("json"))
     pids = ",".join(["0=" + "+".join(str(110 + i) for i in range(8))] + ["%d=" % i for i in range(1, 8)])
     util = ",".join("%d=%s" % (i, 99 if i == 0 else 0) for i in range(8))
-    assert lp.main(["--util", util, "--gpu-pids", pids, "--proc", str(torchrun_job)]) == 0
+    assert lp.main(["--util", util, "--gpu-pids", pids, "--processes", procs]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["case"] == "one_busy_rest_asleep" and "ranks 110-117 all on GPU 0" in out["message"]
     with pytest.raises(SystemExit) as exc:
-        lp.main(["--util", util, "--gpu-pids", "0=x", "--proc", str(torchrun_job)])
+        lp.main(["--util", util, "--gpu-pids", "0=x", "--processes", procs])
     assert exc.value.code == 2 and "pids must be numbers" in capsys.readouterr().err

@@ -2,12 +2,14 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Launch check for a running distributed job, on one node (gcu.topsrider).
 
-Counts the training processes that really run on this node, from /proc, and
-compares them with the node's cards and with what each card reports as its
-utilization (read by the caller, e.g. with gcu.topsrider.gcu_devices, and
-passed with --util). Prints one JSON object: the verdict (ok, case, message)
-and the processes found. Read-only. Exit status 0 whatever the verdict; 2 on
-bad arguments.
+Counts the training processes that really run on a node and compares them
+with the node's cards and with what each card reports as its utilization.
+Both come from gcu.topsrider.gcu_devices (its `processes`, read from /proc by
+the collection's one busy reader, plugins/module_utils/_holders.py, given
+here as JSON with --processes; the utilization with --util), so
+playbooks/launch_check.yml runs this on the controller. Prints one JSON
+object: the verdict (ok, case, message) and the processes found. Exit status
+0 whatever the verdict; 2 on bad arguments.
 
 A training process is one whose environment holds LOCAL_RANK (torchrun and
 the dist_launch scripts set it for every rank), or whose command line matches
@@ -38,44 +40,19 @@ LAUNCHER_ARGS = ("torch.distributed.run", "torch.distributed.launch")
 LAUNCHER_NAMES = ("torchrun", "launch-single.sh", "launch-platform.sh", "mpirun", "srun")
 
 
-def _read(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def read_process(proc_root, pid):
-    """One process from /proc as a dict, or None when it is gone or a kernel thread."""
-    base = os.path.join(proc_root, str(pid))
-    try:
-        raw_cmd = _read(os.path.join(base, "cmdline"))
-        stat = _read(os.path.join(base, "stat")).decode("utf-8", "replace")
-    except (IOError, OSError):
-        return None
-    cmdline = [a.decode("utf-8", "replace") for a in raw_cmd.split(b"\0") if a]
-    if not cmdline:
-        return None
-    # stat: "pid (comm) state ppid ..."; comm may hold spaces and parentheses.
-    ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-    env = {}
-    readable = True
-    try:
-        for item in _read(os.path.join(base, "environ")).split(b"\0"):
-            name, sep, value = item.partition(b"=")
-            if sep and name.decode("utf-8", "replace") in RANK_ENV:
-                env[name.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
-    except (IOError, OSError):
-        readable = False
-    return {"pid": int(pid), "ppid": ppid, "cmdline": cmdline, "env": env, "environ_readable": readable}
-
-
-def read_processes(proc_root="/proc"):
-    out = []
-    for name in os.listdir(proc_root):
-        if name.isdigit():
-            proc = read_process(proc_root, name)
-            if proc is not None:
-                out.append(proc)
-    return sorted(out, key=lambda p: p["pid"])
+def read_processes(path):
+    """The node's processes from a JSON list ('-': standard input), each with pid, ppid and cmdline."""
+    if path == "-":
+        data = json.load(sys.stdin)
+    else:
+        with open(path) as f:
+            data = json.load(f)
+    if not isinstance(data, list) or not all(isinstance(p, dict) and "pid" in p and "cmdline" in p for p in data):
+        raise ValueError("--processes: expected a JSON list of processes with pid and cmdline")
+    for p in data:
+        p.setdefault("env", {})
+        p.setdefault("ppid", None)
+    return data
 
 
 def is_launcher(proc):
@@ -90,12 +67,11 @@ def is_launcher(proc):
 
 
 def training_processes(procs, match=None):
-    """The rank processes among procs (dicts from read_process)."""
+    """The rank processes among procs (dicts as gcu_devices' processes)."""
     pattern = re.compile(match) if match else None
-    own_pid = os.getpid()
 
     def candidate(p):
-        if p["pid"] == own_pid or is_launcher(p):
+        if is_launcher(p):
             return False
         if "LOCAL_RANK" in p["env"]:
             return True
@@ -249,18 +225,21 @@ def main(argv=None):
                         help="regular expression: also count processes whose command line matches")
     parser.add_argument("--gpu-pids", default=None,
                         help="NVIDIA: INDEX=PID+PID,... as nvidia-smi --query-compute-apps lists them")
-    parser.add_argument("--proc", default="/proc", help=argparse.SUPPRESS)
+    parser.add_argument("--processes", required=True,
+                        help="JSON file ('-': standard input) of the node's processes, as gcu_devices "
+                             "(processes: true) returns them")
     args = parser.parse_args(argv)
     try:
+        procs = read_processes(args.processes)
         util = parse_util(args.util)
         gpu_pids = None if args.gpu_pids is None else parse_gpu_pids(args.gpu_pids)
         if args.match:
             re.compile(args.match)
-    except (ValueError, re.error) as exc:
+    except (ValueError, re.error, IOError, OSError) as exc:
         parser.error(str(exc))
     if args.cards is not None and args.cards < 1:
         parser.error("--cards must be at least 1")
-    ranks = training_processes(read_processes(args.proc), args.match)
+    ranks = training_processes(procs, args.match)
     out = verdict(ranks, util, args.min_util, args.cards, args.match, gpu_pids)
     print(json.dumps(out, sort_keys=True))
     return 0
