@@ -18,8 +18,9 @@ description:
     of a training interpreter (from package metadata, without importing torch; the role
     C(gcu.topsrider.torch_gcu) reads them here too), where the loader
     resolves a library (C(ldconfig -p)) and which copies of it a package installed
-    (C(dpkg-query -L)), and the GCUs the driver sees (C(efsmi -q), the summary table as
-    fall-back) with the PCI view.
+    (C(dpkg-query -L)), the GCUs the driver sees (C(efsmi -q), the summary table as
+    fall-back) with the PCI view, the processes that hold a card (who uses the node),
+    and the node as Slurm sees it (drain state and reason, features, the jobs on it).
   - Read-only; never reports C(changed). Something it cannot read (efsmi fails, the
     interpreter is missing) is returned as an C(error) in that part of the result, not a
     failure, so that a drift report can name it.
@@ -82,6 +83,36 @@ options:
     description: Where the local facts are (C(ansible.builtin.setup)'s C(fact_path) default).
     type: path
     default: /etc/ansible/facts.d
+  holders:
+    description:
+      - Read who uses the node's cards, from C(/proc) (the one busy reader,
+        C(plugins/module_utils/_holders.py)), every process that holds a card's device file open
+        (C(/dev/gcu<N>); on NVIDIA nodes C(/dev/nvidia<N>)) with its pid, user, command, cards and
+        Slurm job (C(SLURM_JOB_ID) in its environment). Needs root to see other users' processes.
+    type: bool
+    default: false
+  slurm_node:
+    description:
+      - The node's Slurm NodeName. When set, read the node as Slurm sees it (C(sinfo) - state, drain
+        reason, features) and the jobs Slurm runs on it (C(squeue -w)). Needs the Slurm client commands.
+    type: str
+  slurm_jobs:
+    description:
+      - Job ids whose records are read (C(scontrol show job) - state, restarts, exit code, nodes), e.g. the
+        jobs that left a node while a deploy waited for them. Needs O(slurm_node).
+    type: list
+    elements: str
+    default: []
+  slurm_cluster:
+    description:
+      - Also read every running job of the cluster with its nodes and every node's features, and name the
+        jobs whose nodes carry different release features (O(feature_prefix)). Needs O(slurm_node).
+    type: bool
+    default: false
+  feature_prefix:
+    description: The prefix of the node feature that names the deployed release (C(tops_2.5.140)).
+    type: str
+    default: tops_
 extends_documentation_fragment:
   - gcu.topsrider.attributes
   - gcu.topsrider.attributes.read_only
@@ -108,6 +139,12 @@ EXAMPLES = r"""
     library_package: tops-eccl
     devices: true
   register: node_state
+
+- name: Who uses the node (processes holding a card) and what Slurm runs there
+  gcu.topsrider.topsrider_state:
+    holders: true
+    slurm_node: t20-01
+  register: node_use
 
 - name: Show the installed ECCL version and where libeccl.so resolves
   ansible.builtin.debug:
@@ -171,6 +208,25 @@ state:
       type: dict
       sample: {"os_family": "Debian", "distribution": "debian", "distribution_version": "12", "architecture": "x86_64",
                "local": {"topsrider": {"version": "2.5.136", "snapshot": "20261124T070404Z"}}}
+    holders:
+      description: >-
+        C(processes), the processes that hold a card (C(pid), C(ppid), C(user), C(command), C(devices),
+        C(cards), C(slurm_job_id)), and C(error) when C(/proc) could not be read.
+      type: dict
+      sample: {"error": null, "processes": [{"pid": 4242, "ppid": 4200, "user": "alice", "command": "python train.py",
+               "devices": ["gcu0"], "cards": [0], "slurm_job_id": "17"}]}
+    slurm:
+      description: >-
+        C(node) (C(name), C(state) as sinfo's C(%T), C(drain), C(reason), C(features), C(active_features)),
+        C(jobs) on it (C(id), C(state), C(user), C(time_left), C(name)), C(records) of O(slurm_jobs)
+        (null for a job Slurm no longer knows), C(cluster) (with O(slurm_cluster): C(running), C(features),
+        C(two_releases)), or C(error) when Slurm could not be asked.
+      type: dict
+      sample: {"error": null, "node": {"name": "t20-01", "state": "draining", "drain": true,
+               "reason": "gcu.topsrider deploy 20261125T140000Z: draining", "features": ["tops_2.5.136"],
+               "active_features": ["tops_2.5.136"]},
+               "jobs": [{"id": "17", "state": "RUNNING", "user": "alice", "time_left": "1:02:03", "name": "train"}],
+               "records": {}, "cluster": null}
 """
 
 import os
@@ -178,9 +234,11 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg import QUERY_FORMAT
 from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg_io import dpkg_lock_busy
+from ansible_collections.gcu.topsrider.plugins.module_utils._holders import holders_state
 from ansible_collections.gcu.topsrider.plugins.module_utils._node import (
     C_LOCALE, EFSMI_DIRS, PCI_ROOT, parse_ldconfig_cache, query_then_summary, read_pci,
 )
+from ansible_collections.gcu.topsrider.plugins.module_utils._slurm import NODE_NAME, slurm_state
 from ansible_collections.gcu.topsrider.plugins.module_utils._state import (
     file_state, library_state, owned_files, packages_state, read_python, space_state, system_state,
 )
@@ -266,6 +324,11 @@ def main():
             space=dict(type="path"),
             system=dict(type="bool", default=False),
             facts_dir=dict(type="path", default="/etc/ansible/facts.d"),
+            holders=dict(type="bool", default=False),
+            slurm_node=dict(type="str"),
+            slurm_jobs=dict(type="list", elements="str", default=[]),
+            slurm_cluster=dict(type="bool", default=False),
+            feature_prefix=dict(type="str", default="tops_"),
         ),
         required_by={"library_package": "library"},
         supports_check_mode=True,
@@ -276,6 +339,13 @@ def main():
         module.fail_json(msg="files must be absolute paths, got: %s" % ", ".join(bad))
     if p["library"] is not None and (not p["library"] or "/" in p["library"]):
         module.fail_json(msg="library is a file name such as libeccl.so, got %r" % p["library"])
+    if p["slurm_node"] is not None and not NODE_NAME.match(p["slurm_node"]):
+        module.fail_json(msg="slurm_node is a Slurm NodeName (letters, digits, _ . -), got %r" % p["slurm_node"])
+    if (p["slurm_jobs"] or p["slurm_cluster"]) and p["slurm_node"] is None:
+        module.fail_json(msg="slurm_jobs and slurm_cluster need slurm_node")
+    bad_jobs = [j for j in p["slurm_jobs"] if not j.replace("_", "").isdigit()]
+    if bad_jobs:
+        module.fail_json(msg="slurm_jobs are Slurm job ids (digits, or 12_3 for an array task), got %s" % bad_jobs)
 
     state = {
         "packages": read_packages(module, p["packages"]),
@@ -286,6 +356,9 @@ def main():
         "dpkg_lock": read_dpkg_lock() if p["dpkg_lock"] else None,
         "space": space_state(p["space"]) if p["space"] else None,
         "system": system_state(p["facts_dir"]) if p["system"] else None,
+        "holders": holders_state() if p["holders"] else None,
+        "slurm": slurm_state(module, p["slurm_node"], p["slurm_jobs"], p["slurm_cluster"], p["feature_prefix"])
+        if p["slurm_node"] is not None else None,
     }
     module.exit_json(changed=False, state=state)
 

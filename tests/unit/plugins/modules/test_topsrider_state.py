@@ -95,7 +95,7 @@ def test_nothing_asked_runs_nothing(run):
     result, calls = run({}, {})
     assert calls == [] and result["state"] == {"packages": {}, "files": {}, "python": None, "library": None,
                                                "devices": None, "dpkg_lock": None, "space": None,
-                                               "system": None}
+                                               "system": None, "holders": None, "slurm": None}
 
 
 def test_system_part_reads_the_os_and_the_local_facts_without_a_command(run, tmp_path):
