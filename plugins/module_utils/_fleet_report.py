@@ -8,9 +8,15 @@ Pure functions, no ansible imports: the filter plugin gcu.topsrider.report
 calls them on the controller and the unit tests call them directly.
 
 A report is {kind, id, check_mode, written: 'YYYY-MM-DDTHH:MM:SSZ',
-summary: {ok, failed, unreachable, pending, not_started, changed},
-unreachable_hosts: [...], hosts: [{host, result, version, changed,
-duration_s, detail}, ...]}; a host's result is one of RESULTS.
+status, summary: {ok, failed, unreachable, pending, not_started, deferred,
+changed, status, slurm}, unreachable_hosts: [...], hosts: [{host, result,
+version, changed, duration_s, detail, slurm (optional)}, ...]}; a host's
+result is one of RESULTS.
+
+The run's status (STATUSES): failed when a host failed or was unreachable;
+else "in progress" while hosts of later batches have no result yet (the
+report rewritten after each batch of a rollout); else deferred when a node
+was in use and left for a later run ("not done yet"); else ok.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -21,9 +27,10 @@ from xml.etree import ElementTree
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._drift import xml_document
 
-RESULTS = ("ok", "failed", "unreachable", "pending", "not started")
+RESULTS = ("ok", "failed", "unreachable", "pending", "not started", "deferred")
 # A host that never got this far: its checks did not run (JUnit <skipped>).
-NOT_RUN = ("pending", "not started")
+NOT_RUN = ("pending", "not started", "deferred")
+STATUSES = ("ok", "deferred", "failed", "in progress")
 
 # Anything a terminal or YAML's block scalar would not show as one plain line.
 _UNPRINTABLE = re.compile(u"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u2028\\u2029\\ufeff]")
@@ -64,6 +71,89 @@ def _count(report, key):
     return int((report.get("summary") or {}).get(key) or 0)
 
 
+def summarize(rows):
+    """The summary of a report's host lines: a count per result, how many
+    changed, the run's status and, when any line has one, the Slurm totals."""
+    counts = dict((r.replace(" ", "_"), 0) for r in RESULTS)
+    for r in rows or []:
+        key = str(r.get("result")).replace(" ", "_")
+        if key in counts:
+            counts[key] += 1
+    counts["changed"] = len([r for r in rows or [] if r.get("changed") in (True, "True", "true")])
+    counts["status"] = ("failed" if counts["failed"] or counts["unreachable"]
+                        else "in progress" if counts["not_started"] or counts["pending"]
+                        else "deferred" if counts["deferred"] else "ok")
+    counts["slurm"] = slurm_totals(rows)
+    return counts
+
+
+def slurm_line(info):
+    """A host's Slurm part of its report line, from what the run registered:
+    info = {node, drain (topsrider_slurm state=drained), wait (topsrider_wait_free),
+    back (topsrider_slurm at the end; {} or skipped when it did not run)}."""
+    drain = info.get("drain") or {}
+    wait = info.get("wait") or {}
+    back = info.get("back") or {}
+    back_ran = bool(back) and not back.get("skipped") and not back.get("failed")
+    before = drain.get("before") or {}
+    owner_before = drain.get("owner")
+    after = back.get("after") if back_ran else (drain.get("after") or before)
+    owner_after = back.get("owner") if back_ran else None
+    other = "before" if owner_before == "other" else "during" if owner_after == "other" else None
+    jobs = [dict((k, j.get(k)) for k in ("id", "name", "user", "left", "end_state", "exit_code", "stopped_from_outside"))
+            for j in wait.get("jobs_seen") or []]
+    seen_mixed = list(wait.get("two_releases") or [])
+    if back_ran:
+        seen_mixed += (back.get("cluster") or {}).get("two_releases") or []
+    two = sorted(set(j["id"] for j in seen_mixed))
+    return {
+        "node": info.get("node"),
+        "drained_by_run": bool(drain.get("drained")),
+        "owner_before": owner_before,
+        "reason_before": before.get("reason") if other == "before" else None,
+        "other_drain": other,
+        # A drain by someone else is left as it was: still drained, with a reason not this run's.
+        "other_drain_kept": None if other is None else bool(
+            (after or {}).get("drain") and owner_after in (None, "other") and not back.get("resumed")
+            and (other == "during" or (after or {}).get("reason") == before.get("reason"))),
+        "resumed": bool(back.get("resumed")) if back_ran else False,
+        "state_after": (after or {}).get("state"),
+        "reason_after": (after or {}).get("reason"),
+        "features_after": (after or {}).get("features"),
+        "waited_s": wait.get("waited_s"),
+        "jobs_waited": jobs,
+        "two_releases": two,
+    }
+
+
+def slurm_totals(rows):
+    """What the run did to the Slurm cluster, over the host lines that have a Slurm part; None when none has."""
+    parts = [r["slurm"] for r in rows or [] if isinstance(r.get("slurm"), dict)]
+    if not parts:
+        return None
+    jobs = {}
+    for p in parts:
+        for j in p.get("jobs_waited") or []:
+            jobs.setdefault(j["id"], j)
+    others = [p for p in parts if p.get("other_drain")]
+    return {
+        "drained": len([p for p in parts if p.get("drained_by_run")]),
+        "resumed": len([p for p in parts if p.get("resumed")]),
+        "jobs_waited_for": len(jobs),
+        "jobs_killed_or_requeued": len([j for j in jobs.values() if j.get("stopped_from_outside")]),
+        "jobs_on_two_releases": len(set(i for p in parts for i in p.get("two_releases") or [])),
+        "other_drains": len(others),
+        "other_drains_kept": len([p for p in others if p.get("other_drain_kept")]),
+    }
+
+
+def _slurm_sentence(s):
+    return (u"Slurm: %d node(s) drained by this run, %d resumed; %d job(s) waited for, %d killed or requeued "
+            u"while their node was held; %d job(s) seen on two releases; %d of %d drain(s) by others left as they were." % (
+                s["drained"], s["resumed"], s["jobs_waited_for"], s["jobs_killed_or_requeued"],
+                s["jobs_on_two_releases"], s["other_drains_kept"], s["other_drains"]))
+
+
 def to_text(report):
     """The report as plain text for a terminal: a heading, the summary line and
     an aligned table, one line per host, nothing wrapped or cut, no trailing
@@ -73,10 +163,19 @@ def to_text(report):
     title = u"TopsRider %s %s%s" % (_one_line(report.get("kind")), _one_line(report.get("id")), check)
     summary = u"%d ok, %d failed, %d unreachable, %d changed" % (
         _count(report, "ok"), _count(report, "failed"), _count(report, "unreachable"), _count(report, "changed"))
-    for key, label in (("pending", "pending"), ("not_started", "not started")):
+    for key, label in (("deferred", "deferred"), ("pending", "pending"), ("not_started", "not started")):
         if _count(report, key):
             summary += u", %d %s" % (_count(report, key), label)
     lines = [title, u"", summary + u"."]
+    status = report.get("status") or (report.get("summary") or {}).get("status")
+    if status:
+        if status not in STATUSES:
+            raise FleetReportError("unknown status %r (want one of %s)" % (status, ", ".join(STATUSES)))
+        note = u" (not done yet: the deferred nodes were in use; run again later)" if status == "deferred" else u""
+        lines.append(u"Status: %s%s" % (status, note))
+    slurm = (report.get("summary") or {}).get("slurm")
+    if isinstance(slurm, dict):
+        lines.append(_slurm_sentence(slurm))
     if report.get("unreachable_hosts"):
         lines.append(u"Unreachable: %s." % u", ".join(_one_line(h) for h in report["unreachable_hosts"]))
     head = (u"host", u"result", u"version", u"changed", u"seconds", u"detail")

@@ -1,7 +1,8 @@
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A newcomer follows a deploy from playbooks/deploy.yml through at most 12
-files (issue 15). The walk is what deploy.yml names, followed statically: its
+"""A newcomer follows a deploy from playbooks/deploy.yml through at most 13
+files (issue 15's 12, and tasks/quiesce.yml since issue 28: nobody uses a
+node a deploy changes, shared with rollback.yml). The walk is what deploy.yml names, followed statically: its
 vars files, the task files it imports or includes (and those they name), and
 each role it includes, counted once: a role is read through its documented
 interface (meta/argument_specs.yml, its README section) and its tasks/main.yml;
@@ -67,12 +68,13 @@ def walk(playbook):
     return files, entries
 
 
-def test_a_deploy_is_followed_through_at_most_12_files():
+def test_a_deploy_is_followed_through_at_most_13_files():
     files, entries = walk("deploy.yml")
-    assert len(files) <= 12, "a deploy walks through %d files: %s" % (len(files), ", ".join(files))
+    assert len(files) <= 13, "a deploy walks through %d files: %s" % (len(files), ", ".join(files))
     # The walk is the real one: every phase of the deploy is in it.
     for expected in ("playbooks/deploy.yml", "playbooks/vars/desired_state.yml", "playbooks/vars/node_paths.yml",
-                     "playbooks/tasks/start.yml", "playbooks/tasks/inputs.yml", "playbooks/tasks/rollout.yml",
+                     "playbooks/tasks/start.yml", "playbooks/tasks/inputs.yml", "playbooks/tasks/quiesce.yml",
+                     "playbooks/tasks/rollout.yml",
                      "playbooks/tasks/restore.yml", "playbooks/tasks/finish.yml",
                      "roles/bundle_stage/tasks/main.yml", "roles/tops_sdk/tasks/main.yml",
                      "roles/eccl_env/tasks/main.yml", "roles/torch_gcu/tasks/main.yml"):

@@ -137,3 +137,105 @@ def test_real_reports(name):
     for h in report["hosts"]:
         (line,) = [t for t in text.split("\n") if t.startswith(h["host"] + " ")]
         assert line.split()[1] == h["result"].split()[0] and line.endswith(" ".join(h["detail"].split()))
+
+
+# ---------------------------------------------------------------- issue 28: deferred nodes, the run's status, Slurm
+def rows(*results):
+    return [{"host": "n%d" % i, "result": r, "changed": r == "ok"} for i, r in enumerate(results)]
+
+
+@pytest.mark.parametrize("results, status", [
+    (("ok", "ok"), "ok"),
+    (("ok", "deferred"), "deferred"),
+    (("deferred", "failed"), "failed"),
+    (("ok", "unreachable", "deferred"), "failed"),
+    (("ok", "not started"), "in progress"),
+    (("deferred", "pending"), "in progress"),
+    ((), "ok"),
+])
+def test_the_runs_status(results, status):
+    summary = _fleet_report.summarize(rows(*results))
+    assert summary["status"] == status
+    assert summary["deferred"] == results.count("deferred") and summary["ok"] == results.count("ok")
+    assert summary["slurm"] is None
+
+
+DRAIN = {"drained": True, "owner": None, "before": {"state": "allocated", "drain": False, "reason": ""},
+         "after": {"state": "draining", "drain": True, "reason": "gcu.topsrider deploy X: upgrade"}}
+WAIT = {"free": True, "waited_s": 61.2, "two_releases": [],
+        "jobs_seen": [{"id": "17", "name": "train", "user": "alice", "left": True, "end_state": "COMPLETED",
+                       "exit_code": "0:0", "restarts_before": 0, "restarts": 0, "stopped_from_outside": False}]}
+BACK = {"resumed": True, "owner": "run", "after": {"state": "idle", "drain": False, "reason": "",
+                                                   "features": ["tops_2.5.140"]},
+        "cluster": {"two_releases": []}}
+
+
+def test_a_slurm_line_of_a_node_drained_waited_for_and_resumed():
+    line = _fleet_report.slurm_line({"node": "n1", "drain": DRAIN, "wait": WAIT, "back": BACK})
+    assert line["drained_by_run"] and line["resumed"] and line["other_drain"] is None
+    assert line["state_after"] == "idle" and line["features_after"] == ["tops_2.5.140"]
+    assert [j["id"] for j in line["jobs_waited"]] == ["17"] and line["waited_s"] == 61.2
+
+
+def test_drains_by_others_before_and_during_the_run_are_counted_and_kept():
+    admin = {"drained": False, "owner": "other", "before": {"state": "drained", "drain": True, "reason": "admin: bios"},
+             "after": {"state": "drained", "drain": True, "reason": "admin: bios"}}
+    admin_back = {"resumed": False, "owner": "other", "after": {"state": "drained", "drain": True,
+                                                                "reason": "admin: bios", "features": ["tops_2.5.140"]}}
+    during_back = {"resumed": False, "owner": "other", "after": {"state": "drained", "drain": True,
+                                                                 "reason": "admin: swap cable", "features": []}}
+    lines = [
+        {"host": "n1", "result": "ok", "changed": True,
+         "slurm": _fleet_report.slurm_line({"node": "n1", "drain": admin, "wait": WAIT, "back": admin_back})},
+        {"host": "n2", "result": "ok", "changed": True,
+         "slurm": _fleet_report.slurm_line({"node": "n2", "drain": DRAIN, "wait": {}, "back": during_back})},
+        {"host": "n3", "result": "ok", "changed": True,
+         "slurm": _fleet_report.slurm_line({"node": "n3", "drain": DRAIN, "wait": WAIT, "back": BACK})},
+    ]
+    assert lines[0]["slurm"]["other_drain"] == "before" and lines[0]["slurm"]["reason_before"] == "admin: bios"
+    assert lines[1]["slurm"]["other_drain"] == "during"
+    totals = _fleet_report.summarize(lines)["slurm"]
+    assert totals == {"drained": 2, "resumed": 1, "jobs_waited_for": 1, "jobs_killed_or_requeued": 0,
+                      "jobs_on_two_releases": 0, "other_drains": 2, "other_drains_kept": 2}
+
+
+def test_a_resumed_or_changed_drain_by_others_is_not_counted_as_kept():
+    admin = dict(DRAIN, drained=False, owner="other", before={"state": "drained", "drain": True, "reason": "admin: a"})
+    changed = {"resumed": False, "owner": "other", "after": {"state": "drained", "drain": True, "reason": "admin: b"}}
+    line = _fleet_report.slurm_line({"node": "n1", "drain": admin, "wait": {}, "back": changed})
+    assert line["other_drain"] == "before" and line["other_drain_kept"] is False
+
+
+def test_killed_requeued_and_two_release_jobs_are_counted():
+    wait = dict(WAIT, jobs_seen=WAIT["jobs_seen"] + [
+        {"id": "18", "name": "x", "user": "bob", "left": True, "end_state": "CANCELLED", "stopped_from_outside": True}],
+        two_releases=[{"id": "21", "nodes": ["n1", "n2"], "releases": ["2.5.136", "2.5.140"]}])
+    back = dict(BACK, cluster={"two_releases": [{"id": "22", "nodes": ["n1", "n3"], "releases": ["a", "b"]}]})
+    line = {"host": "n1", "result": "ok", "changed": True,
+            "slurm": _fleet_report.slurm_line({"node": "n1", "drain": DRAIN, "wait": wait, "back": back})}
+    totals = _fleet_report.summarize([line])["slurm"]
+    assert totals["jobs_killed_or_requeued"] == 1 and totals["jobs_on_two_releases"] == 2
+
+
+def test_text_names_deferred_nodes_the_status_and_what_slurm_saw():
+    lines = [{"host": "n1", "result": "deferred", "version": "2.5.136", "changed": False, "duration_s": 3.0,
+              "detail": "deferred, nothing was changed: in use: pid 4242 (root: python train.py) holds gcu0"},
+             {"host": "n2", "result": "ok", "version": "2.5.140", "changed": True, "duration_s": 40.0,
+              "detail": "deployed 2.5.140",
+              "slurm": _fleet_report.slurm_line({"node": "n2", "drain": DRAIN, "wait": WAIT, "back": BACK})}]
+    summary = _fleet_report.summarize(lines)
+    report = dict(REPORT, hosts=lines, summary=summary, status=summary["status"], unreachable_hosts=[])
+    text = _fleet_report.to_text(report)
+    assert "1 ok, 0 failed, 0 unreachable, 1 changed, 1 deferred." in text
+    assert "Status: deferred (not done yet" in text
+    assert ("Slurm: 1 node(s) drained by this run, 1 resumed; 1 job(s) waited for, 0 killed or requeued while "
+            "their node was held; 0 job(s) seen on two releases; 0 of 0 drain(s) by others left as they were.") in text
+    assert "n1    deferred  2.5.136" in text and "holds gcu0" in text
+    xml = _fleet_report.to_junit(report)
+    xmlschema.XMLSchema(XSD).validate(xml)
+    assert 'skipped message="deferred, nothing was changed' in xml
+
+
+def test_an_unknown_status_is_refused():
+    with pytest.raises(_fleet_report.FleetReportError, match="unknown status"):
+        _fleet_report.to_text(dict(REPORT, status="maybe"))

@@ -70,7 +70,8 @@ def test_guarded_lets_other_errors_through(arg, errors):
     (fabric, ["topsrider_fabric_advance", "topsrider_fabric_job", "topsrider_fabric_junit",
               "topsrider_fabric_markdown", "topsrider_fabric_max_rounds", "topsrider_fabric_plan",
               "topsrider_fabric_prometheus", "topsrider_fabric_report"]),
-    (report, ["topsrider_report_junit", "topsrider_report_text"]),
+    (report, ["topsrider_holders_text", "topsrider_report_junit", "topsrider_report_slurm",
+              "topsrider_report_summary", "topsrider_report_text"]),
     (truth, ["topsrider_restore_actual", "topsrider_restore_expected", "topsrider_snapshot_needs",
              "topsrider_state_differences", "topsrider_value_problems"]),
 ])
