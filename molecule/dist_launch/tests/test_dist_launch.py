@@ -39,7 +39,7 @@ def simctl():
 # ---------------------------------------------------------------- the role's files
 def test_node_scripts(host):
     for name, mode in (("launch-single.sh", 0o755), ("launch-platform.sh", 0o755),
-                       ("ddp_smoke.py", 0o644), ("launch_procs.py", 0o644)):
+                       ("ddp_smoke.py", 0o644), ("topsrider_rank.py", 0o644)):
         f = host.file("%s/%s" % (LAUNCH, name))
         assert f.exists and f.user == "root" and f.group == "root" and f.mode == mode, name
     single = host.file(LAUNCH + "/launch-single.sh").content_string

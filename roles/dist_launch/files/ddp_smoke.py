@@ -27,6 +27,12 @@ that long after the first steps, so the launch check sees a running job.
 --hold-work N adds an N x N matrix product on the card to every held step
 (a real GPU then reports itself busy; 0, the default, keeps a simulated node's
 CPUs quiet) and --hold-pause the seconds between held steps (default 0.1).
+--stop-file PATH ends the hold early, once PATH exists on any rank's node
+(the ranks agree on it at the next step, so the job ends cleanly, exit 0).
+--report-held prints a second JSON line per rank when the hold ends
+("phase": "held"): the steps held, the mean loss and the parameters' checksum,
+which DDP keeps the same on every rank, so a job that trained through a long
+hold proves its result whole.
 """
 import argparse
 import datetime
@@ -46,6 +52,10 @@ def parse_args(argv=None):
                         help="size N of an N x N matrix product added to every held step (default 0)")
     parser.add_argument("--hold-pause", type=float, default=0.1,
                         help="seconds between held steps (default 0.1)")
+    parser.add_argument("--stop-file", default=None,
+                        help="end the hold early once this file exists on any rank's node")
+    parser.add_argument("--report-held", action="store_true",
+                        help="print a second JSON line per rank when the hold ends (held steps, loss, checksum)")
     parser.add_argument("--config", default=None, help="training config picked by the launcher (echoed)")
     parser.add_argument("--result-dir", default=None,
                         help="also write each rank's JSON line to RESULT_DIR/rank-<rank>.json")
@@ -117,18 +127,34 @@ def main(argv=None):
     # --hold: keep the cards busy (every rank steps together, so DDP stays in step).
     deadline = time.time() + args.hold
     work = torch.randn(args.hold_work, args.hold_work).to(device) if args.hold_work > 0 else None
+    held_steps = 0
     while args.hold > 0:
-        step()
+        loss = step()
+        held_steps += 1
         if work is not None:
             for _product in range(10):
                 work = torch.tanh(work @ work)
         placement.synchronize(work)
         if args.hold_pause > 0:
             time.sleep(args.hold_pause)
-        flag = torch.tensor([1.0 if time.time() < deadline else 0.0]).to(device)
+        going = time.time() < deadline and not (args.stop_file and os.path.exists(args.stop_file))
+        flag = torch.tensor([1.0 if going else 0.0]).to(device)
         dist.all_reduce(flag, op=dist.ReduceOp.MIN)
         if float(flag.cpu()) == 0.0:
             break
+    if args.hold > 0 and args.report_held:
+        held_loss = loss.detach().clone()
+        dist.all_reduce(held_loss)
+        held_loss /= world
+        placement.synchronize(held_loss)
+        checksum = sum(float(p.detach().sum().cpu()) for p in model.parameters())
+        line = json.dumps({
+            "phase": "held", "rank": rank, "world_size": world, "held_steps": held_steps,
+            "loss": round(float(held_loss.cpu()), 6), "param_checksum": round(checksum, 5),
+            "pid": os.getpid(), "host": socket.gethostname(),
+        }, sort_keys=True)
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
     dist.destroy_process_group()
     return 0
 

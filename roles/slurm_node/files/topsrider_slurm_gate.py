@@ -9,8 +9,10 @@
 # nodes too). Checks, within a deadline (default 10 s):
 #   the accelerator driver is loaded, the expected card count is seen, every
 #   card is healthy (efsmi -q / nvidia-smi, each with a timeout), the deployed
-#   release is the expected one (the local facts the deploy writes), the
-#   environment file is present.
+#   release is the expected one (the local facts the deploy writes) - the one
+#   the node's Slurm feature tops_<release> names, which a deploy with
+#   topsrider_scheduler: slurm sets after it proved the node, else the release
+#   the role recorded -, the environment file is present.
 # On a problem it drains the node with a reason that starts with
 # "topsrider:" and names the problem, and (as a prolog) exits 1 so that Slurm
 # requeues the batch job instead of running it here. A node drained by this
@@ -54,6 +56,8 @@ DEFAULTS = {
     # false: as HealthCheckProgram the gate only resumes the nodes it drained
     # (drains are left to the prolog, when a job is about to land).
     "health_drains": True,
+    # The node feature that names the release the node runs (set by deploy.yml).
+    "feature_prefix": "tops_",
 }
 # Node states (sinfo %T, lower case) that count as drained or being drained.
 DRAIN_STATES = ("drain", "drained", "draining")
@@ -99,6 +103,8 @@ def load_config(path):
     share = cfg["max_drain_share"]
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
         raise ConfigError("max_drain_share must be a number from 0 to 1, got %r" % (share,))
+    if not isinstance(cfg["feature_prefix"], str) or not cfg["feature_prefix"]:
+        raise ConfigError("feature_prefix must be a non-empty string, got %r" % (cfg["feature_prefix"],))
     if not isinstance(cfg["health_drains"], bool):
         raise ConfigError("health_drains must be true or false, got %r" % (cfg["health_drains"],))
     for key in ("deadline_s", "command_timeout_s"):
@@ -197,7 +203,15 @@ def check_cards(cfg, clock, runner=subprocess.run):
     return problems
 
 
-def check_release(cfg):
+def feature_release(features, prefix):
+    """The release the node's features name (tops_2.5.140 -> 2.5.140), None when none (or several) do."""
+    found = [f[len(prefix):] for f in features or [] if prefix and f.startswith(prefix)]
+    return found[0] if len(found) == 1 else None
+
+
+def check_release(cfg, features=None):
+    """The deployed release against the node's release feature when it has one
+    (a deploy sets it once it proved the node), else the release the role recorded."""
     path = cfg["facts_file"]
     try:
         with open(path) as f:
@@ -207,7 +221,10 @@ def check_release(cfg):
     except ValueError:
         return ["stack facts unreadable: %s" % path]
     version = facts.get("version") if isinstance(facts, dict) else None
-    if cfg["release"] and version != cfg["release"]:
+    tagged = feature_release(features, cfg["feature_prefix"])
+    if tagged is not None and version != tagged:
+        return ["stack at %s, but the node's feature says %s%s" % (version, cfg["feature_prefix"], tagged)]
+    if tagged is None and cfg["release"] and version != cfg["release"]:
         return ["stack at %s, expected %s" % (version, cfg["release"])]
     if not version:
         return ["stack facts without a version: %s" % path]
@@ -221,24 +238,39 @@ def check_env_file(cfg):
     return []
 
 
-def run_checks(cfg, clock, runner=subprocess.run):
-    """All problems, cheapest checks first; GateTimeout when out of time."""
-    problems = check_release(cfg) + check_env_file(cfg)
+def run_checks(cfg, clock, runner=subprocess.run, features=None):
+    """All problems, cheapest checks first; GateTimeout when out of time.
+    features: the node's Slurm features (None when unknown)."""
+    problems = check_release(cfg, features) + check_env_file(cfg)
     problems += check_cards(cfg, clock, runner)
     if clock.left() <= 0:
         raise GateTimeout("gate timed out after %gs" % clock.deadline_s)
     return problems
 
 
-def parse_sinfo(text):
-    """[(node, state, reason)] from sinfo -h -N -o '%N|%T|%E'."""
+SINFO_FORMAT = "%N|%T|%b|%E"
+
+
+def _sinfo_rows(text):
+    """{node: (state, features, reason)} from sinfo -h -N -o SINFO_FORMAT (or '%N|%T|%E')."""
     nodes = {}
     for line in text.splitlines():
-        parts = line.split("|", 2)
-        if len(parts) != 3 or not parts[0]:
+        parts = line.split("|", 3)
+        if len(parts) < 3 or not parts[0]:
             continue
-        nodes[parts[0]] = (parts[1].strip().lower().rstrip("*~#!%$@^-"), parts[2].strip())
-    return [(n, s, r) for n, (s, r) in sorted(nodes.items())]
+        features = [f for f in parts[2].split(",") if f and f != "(null)"] if len(parts) == 4 else []
+        nodes[parts[0]] = (parts[1].strip().lower().rstrip("*~#!%$@^-"), features, parts[-1].strip())
+    return nodes
+
+
+def parse_sinfo(text):
+    """[(node, state, reason)], by node name."""
+    return [(n, s, r) for n, (s, _f, r) in sorted(_sinfo_rows(text).items())]
+
+
+def parse_features(text):
+    """{node: [active features]}."""
+    return dict((n, f) for n, (_s, f, _r) in _sinfo_rows(text).items())
 
 
 def is_drained(state):
@@ -314,31 +346,33 @@ def main(argv=None, environ=None, runner=subprocess.run, now=time.monotonic, out
     if not node:
         out.write("topsrider-slurm-gate: no node name (SLURMD_NODENAME, --node or node_name)\n")
         return 2
+    # The cluster's view first, with its own short timeout: this node's state,
+    # reason and release feature, how many nodes are drained. A check without
+    # it still runs (the release then is the one the role recorded).
+    sclock = Clock(cfg["command_timeout_s"], now)
+    try:
+        rc, text, err = run_command([cfg["sinfo"], "-h", "-N", "-o", SINFO_FORMAT], sclock,
+                                    cfg["command_timeout_s"], runner)
+    except GateTimeout as e:
+        rc, text, err = 1, "", str(e)
+    features = parse_features(text).get(node) if rc == 0 else None
     clock = Clock(cfg["deadline_s"], now)
     timed_out = None
     try:
-        problems = run_checks(cfg, clock, runner)
+        problems = run_checks(cfg, clock, runner, features)
     except GateTimeout as e:
         timed_out = str(e)
         problems = [timed_out]
     if mode == "check":
         out.write("%s: %s\n" % (node, "; ".join(problems) if problems else "fit"))
         return 1 if problems else 0
-    # The cluster's view: this node's state and reason, how many are drained.
-    # The query gets its own short timeout past the deadline, so that a gate
-    # that timed out can still report itself.
-    sclock = Clock(max(clock.left(), 0) + cfg["command_timeout_s"], now)
-    try:
-        rc, text, err = run_command([cfg["sinfo"], "-h", "-N", "-o", "%N|%T|%E"], sclock,
-                                    cfg["command_timeout_s"], runner)
-    except GateTimeout as e:
-        rc, text, err = 1, "", str(e)
     if rc != 0:
         log(cfg, "%s: cannot read the cluster (sinfo: %s); changing nothing%s" % (
             node, first_line(err) or "rc=%d" % rc, "; not fit: " + "; ".join(problems) if problems else ""), out)
         # Not fit and the share unknown: a prolog still refuses the job
         # (Slurm then drains the node itself with "Prolog error").
         return 1 if problems and mode == "prolog" else 0
+    sclock = Clock(cfg["command_timeout_s"], now)
     nodes = parse_sinfo(text)
     action, reason, message = decide(node, problems, timed_out, nodes, cfg["max_drain_share"])
     if action == "drain" and mode == "health" and not cfg["health_drains"]:

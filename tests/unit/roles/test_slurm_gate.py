@@ -126,6 +126,34 @@ def test_each_problem_is_named_in_the_reason(node, answer, over, reason):
     assert fake.scontrol()[0][-1] == "reason=" + reason
 
 
+def sinfo_features(*rows):
+    """sinfo -o '%N|%T|%b|%E' rows: (node, state, features, reason)."""
+    return (0, "".join("%s|%s|%s|%s\n" % r for r in rows), "")
+
+
+@pytest.mark.parametrize("deployed, features, fit, reason", [
+    # a deploy proved the node at 2.5.140 and tagged it: the role's recorded 2.5.136 no longer counts
+    ("2.5.140", "tops_2.5.140,ib", True, None),
+    ("2.5.140", "tops_2.5.136", False, "topsrider: stack at 2.5.140, but the node's feature says tops_2.5.136"),
+    # no release feature: the release the role recorded
+    ("2.5.140", "(null)", False, "topsrider: stack at 2.5.140, expected 2.5.136"),
+    ("2.5.136", "ib", True, None),
+])
+def test_the_release_is_the_one_the_nodes_feature_names(node, deployed, features, fit, reason):
+    (node.tmp / "topsrider.fact").write_text(json.dumps({"version": deployed}))
+    fake = Fake({"efsmi": (0, efsmi_q(), ""), "scontrol": (0, "", ""),
+                 "sinfo": sinfo_features(("n1", "idle", features, "none"), ("n2", "idle", "tops_2.5.136", "none"))})
+    rc, out = run(node(), fake)
+    assert rc == (0 if fit else 1), out
+    assert (fake.scontrol()[0][-1] if fake.scontrol() else None) == (None if fit else "reason=" + reason)
+
+
+def test_parse_features_and_reason_with_a_bar():
+    text = "a|drained|tops_2.5.140,ib|admin: bios | firmware\nb|idle|(null)|none\n"
+    assert gate.parse_features(text) == {"a": ["tops_2.5.140", "ib"], "b": []}
+    assert gate.parse_sinfo(text) == [("a", "drained", "admin: bios | firmware"), ("b", "idle", "none")]
+
+
 def test_missing_tool_means_no_driver(node):
     fake = Fake({"sinfo": IDLE2, "scontrol": (0, "", "")})
     rc = run(node(efsmi="/nonexistent/efsmi"), fake)[0]
@@ -137,7 +165,8 @@ def test_nvidia_node_is_read_with_nvidia_smi(node):
     fake = Fake({"nvidia-smi": smi, "sinfo": IDLE2, "scontrol": (0, "", "")})
     rc = run(node(vendor="nvidia", expected_cards=4, env_file=""), fake)[0]
     assert rc == 1 and fake.scontrol()[0][-1] == "reason=topsrider: card gpu2 unhealthy"
-    assert fake.calls[0][1].startswith("--query-gpu=index,ecc.errors.uncorrected.volatile.total")
+    smi_calls = [c for c in fake.calls if os.path.basename(c[0]) == "nvidia-smi"]
+    assert smi_calls[0][1].startswith("--query-gpu=index,ecc.errors.uncorrected.volatile.total")
 
 
 # ---------------------------------------------------------------- resume: only our own drains
