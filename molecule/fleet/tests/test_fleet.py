@@ -6,6 +6,13 @@ import re
 
 EPH = os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]
 BROKEN = "topsrider-fleet-node4"
+# A training process holds /dev/gcu0 there through the upgrade and the rollback (no scheduler).
+BUSY = "topsrider-fleet-node3"
+
+
+def state_files(name):
+    with open(os.path.join(EPH, "state-%s-%s.txt" % (name, BUSY))) as f:
+        return f.read()
 
 
 def capture(name, node):
@@ -35,7 +42,16 @@ def test_upgrade_result_per_node(host):
     n = node(host)
     row = report("upgrade")[n]
     after = packages(capture("after-upgrade", n))
-    if n == BROKEN:
+    if n == BUSY:
+        # Deferred, naming the process that holds the card; nothing on the node changed.
+        assert row["result"] == "deferred" and row["changed"] is False and row["version"] == "2.5.136", row
+        assert re.search(r"^deferred, nothing was changed: in use: pid \d+ \(root: /opt/venvs/train/bin/python -c "
+                         r"import time, torch, torch_gcu; torch\.gcu\.set_device\(0\); .*\) holds gcu0$",
+                         row["detail"]), row["detail"]
+        assert capture("after-upgrade", n) == capture("before-upgrade", n)
+        assert state_files("after-upgrade") == state_files("before-upgrade")
+        assert "/var/cache/topsrider/2.5.140" not in state_files("after-upgrade")
+    elif n == BROKEN:
         assert row["result"] == "failed"
         assert "restored" in row["detail"]
         assert "tops-eccl" in row["detail"] or "postinst" in row["detail"].lower()
@@ -52,7 +68,13 @@ def test_upgrade_result_per_node(host):
 
 def test_rollback_returns_upgraded_nodes_exactly(host):
     n = node(host)
-    if n == BROKEN:
+    if n == BUSY:
+        # Still busy: the rollback defers it too, and nothing on it changed.
+        row = report("rollback")[n]
+        assert row["result"] == "deferred" and "holds gcu0" in row["detail"], row
+        assert capture("after-rollback", n) == capture("before-upgrade", n)
+        assert state_files("after-rollback") == state_files("before-upgrade")
+    elif n == BROKEN:
         # node4 was left out of the rollback (it never upgraded) and is unchanged.
         assert n not in report("rollback")
         assert capture("after-rollback", n) == capture("before-upgrade", n)
@@ -79,6 +101,8 @@ def test_junit_of_the_upgrade_and_the_rollback_validates(host):
         cases = dict((c["@name"], c) for c in schema.to_dict(path)["testsuite"][0]["testcase"])
         if kind == "rollback" and n == BROKEN:
             assert n not in cases
+        elif n == BUSY:
+            assert cases[n]["skipped"]["@message"].startswith("deferred, nothing was changed: in use: pid ")
         elif kind == "upgrade" and n == BROKEN:
             assert "restored" in cases[n]["failure"]["@message"]
         else:
@@ -93,10 +117,14 @@ def test_the_failed_upgrade_prints_its_report_unwrapped(host):
     assert "TopsRider deploy " in log
     n = node(host)
     rows = [line.strip() for line in log.splitlines()
-            if line.strip().startswith(n + " ") and line.split()[1] in ("ok", "failed", "unreachable", "not")]
+            if line.strip().startswith(n + " ") and line.split()[1] in ("ok", "failed", "unreachable", "not", "deferred")]
     assert rows, "no report line for %s in the upgrade's output" % n
     row = rows[-1].split()
-    if n == BROKEN:
+    # node4 failed, node3 was deferred: the run's status is failed (a failure outranks a deferral)
+    assert "Status: failed" in log and "1 deferred" in log
+    if n == BUSY:
+        assert row[1:3] == ["deferred", "2.5.136"] and "holds gcu0" in rows[-1]
+    elif n == BROKEN:
         assert row[1] == "failed" and "restored" in rows[-1]
     else:
         assert row[1:3] == ["ok", "2.5.140"]
@@ -107,10 +135,11 @@ def test_the_controller_sent_each_bundle_once_and_the_nodes_fed_each_other(host)
     """Peer staging (issue 16): in each deploy (batches of one node) the first node that needed the
     bundle got it from the controller; each later one fetched it over HTTP from a node of an earlier
     batch that fed nobody yet (the servers' request logs). 2.5.136: node1 -> node2 -> node3 -> node4.
-    2.5.140: node1 -> node2 -> node3; node4's other bundle (another manifest) came from the controller."""
+    2.5.140: node1 -> node2; node3 was in use (deferred: nothing sent to it); node4's other bundle
+    (another manifest) came from the controller."""
     log = host.file("/var/cache/topsrider/.serve.log")
     served = re.findall(r'"GET /manifest\.json HTTP/1\.[01]" 200', log.content_string) if log.exists else []
-    assert len(served) == {"topsrider-fleet-node1": 2, "topsrider-fleet-node2": 2, "topsrider-fleet-node3": 1}.get(node(host), 0)
+    assert len(served) == {"topsrider-fleet-node1": 2, "topsrider-fleet-node2": 1, "topsrider-fleet-node3": 1}.get(node(host), 0)
     # Every server of the run was stopped at its end.
     assert not host.file("/var/cache/topsrider/.serve.json").exists
     assert host.run("pgrep -f topsrider-bundle-serv[e]").rc == 1
@@ -119,7 +148,32 @@ def test_the_controller_sent_each_bundle_once_and_the_nodes_fed_each_other(host)
 def test_the_upgrade_printed_staging_progress_with_its_source():
     with open(os.path.join(EPH, "upgrade.log")) as f:
         text = f.read()
-    for peer, source in (("topsrider-fleet-node2", "topsrider-fleet-node1"), ("topsrider-fleet-node3", "topsrider-fleet-node2")):
+    for peer, source in (("topsrider-fleet-node2", "topsrider-fleet-node1"),):
         assert re.search(r"^%s: 2\.5\.140 from %s \(http://127\.0\.0\.1:\d+\): "
                          r"[\d.]+ KiB of [\d.]+ KiB \(100%%\)$" % (peer, source), text, re.M), peer
     assert "topsrider-fleet-node4: 2.5.140 from" not in text
+    assert "topsrider-fleet-node3: 2.5.140 from" not in text
+
+
+def test_the_runs_status_tells_not_done_yet_from_broken():
+    """The upgrade had a failed node (status failed); the rollback's only
+    unfinished node was the busy one (status deferred, and ansible-playbook
+    itself succeeded: a deferred node is not a failure)."""
+    with open(os.path.join(EPH, "upgrade-report.json")) as f:
+        upgrade = json.load(f)
+    with open(os.path.join(EPH, "rollback-report.json")) as f:
+        rollback = json.load(f)
+    assert upgrade["status"] == "failed" and upgrade["summary"]["deferred"] == 1
+    assert rollback["status"] == "deferred" and rollback["summary"]["deferred"] == 1
+    assert rollback["summary"]["ok"] == 2 and rollback["summary"]["failed"] == 0
+
+
+def test_verify_runs_no_collective_on_busy_cards():
+    """verify.yml at the collective level on node3 while its training process holds gcu0: the node is
+    proven at the framework level, and its line says why the collective level did not run."""
+    with open(os.path.join(EPH, "busy-verify-report.json")) as f:
+        (row,) = json.load(f)["hosts"]
+    assert row["host"] == BUSY and row["result"] == "ok", row
+    assert row["detail"].startswith("8 cards healthy, ECCL ok at level framework; collective level not run: "
+                                    "the cards are in use (pid "), row["detail"]
+    assert row["detail"].endswith(") holds gcu0)") and row["in_use"], row

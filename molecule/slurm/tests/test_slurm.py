@@ -2,7 +2,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Slurm for real (issue 19): Debian's slurmctld and slurmd on a controller and
 two simulated T20 nodes, the rendered slurm.sbatch submitted with sbatch, and
-the slurm_node role's health gate as the nodes' prolog and health check.
+the slurm_node role's health gate as the nodes' prolog and health check. (The
+cluster's third node is kept drained meanwhile: test_slurm_rollout.py, which
+runs next, uses all three.)
 
 The tests run in order and share the cluster: the smoke job on 16 cards; a
 card made unhealthy on node1 -> the next job's prolog drains node1 with a
@@ -17,77 +19,47 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 sys.path.insert(0, os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "molecule", "_shared", "tests"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from launch_helpers import dexec  # noqa: E402 pylint: disable=wrong-import-position,import-error
+from slurm_helpers import (  # noqa: E402 pylint: disable=wrong-import-position,import-error
+    CTL, EPHEMERAL, N1, N2, N3, SBATCH, drained, job, job_if, node_state, ranks, sh, submit, wait_for)
 
 testinfra_hosts = ["slurm-node1"]
-CTL, N1, N2 = "slurm-ctl", "slurm-node1", "slurm-node2"
-EPHEMERAL = os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]
-SBATCH = "/root/slurm.sbatch"
+KEPT_OUT = "molecule: kept out of test_slurm.py"
 GATE_LOG = "/var/log/topsrider-slurm-gate.log"
-
-
-def sh(node, script, timeout=60):
-    rc, out, err = dexec(node, script, timeout=timeout)
-    assert rc == 0, "%s: %s\nrc=%d\n%s%s" % (node, script, rc, out, err)
-    return out
-
-
-def node_state(node):
-    state, _sep, reason = sh(CTL, "sinfo -h -N -n %s -o '%%T|%%E'" % node).strip().partition("|")
-    return state, reason
-
-
-def job(job_id):
-    text = sh(CTL, "scontrol -o show job %s" % job_id)
-    return dict(re.findall(r"(\w+)=(\S*)", text))
-
-
-def wait_for(what, check, limit, step=1.0):
-    end = time.time() + limit
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.time() > end:
-            raise AssertionError("%s: not within %ss (last: %r)" % (what, limit, value))
-        time.sleep(step)
-
-
-def drained(node):
-    state = node_state(node)
-    return state if state[0].startswith("drain") else None
-
-
-def job_if(job_id, check):
-    info = job(job_id)
-    return info if check(info) else None
-
-
-def submit(*args):
-    return sh(CTL, "sbatch --parsable --chdir=/tmp %s" % " ".join(args)).strip().split(";")[0]
-
-
-def ranks(node, path):
-    out = sh(node, "cat %s" % path)
-    return [json.loads(line) for line in out.splitlines() if line.startswith("{")], out
 
 
 def simctl(node, *args):
     sh(node, "simctl " + " ".join(args))
 
 
+@pytest.fixture(scope="module", autouse=True)
+def node3_kept_out():
+    """These tests are about two nodes: the third is drained (by hand, as an
+    administrator would) while they run, and given back after them."""
+    sh(CTL, "scontrol update nodename=%s state=drain reason='%s'" % (N3, KEPT_OUT))
+    yield
+    sh(CTL, "scontrol update nodename=%s state=resume" % N3)
+
+
 def test_cluster_is_up_with_the_roles_lines():
     rows = sh(CTL, "sinfo -h -N -o '%N %T %G'").split("\n")
-    assert sorted(r for r in rows if r) == ["slurm-node1 idle gcu:8", "slurm-node2 idle gcu:8"]
+    assert sorted(r for r in rows if r) == ["slurm-node1 idle gcu:8", "slurm-node2 idle gcu:8",
+                                            "slurm-node3 drained gcu:8"]
     with open(os.path.join(EPHEMERAL, "reports", "slurm", "slurm.conf.topsrider")) as f:
         merged = f.read()
     for line in ("GresTypes=gcu", "Prolog=/usr/local/libexec/topsrider/topsrider-slurm-gate",
                  "PrologFlags=Alloc", "SchedulerParameters=nohold_on_prolog_fail",
                  "HealthCheckProgram=/usr/local/libexec/topsrider/topsrider-slurm-gate"):
         assert line in merged.splitlines(), line
-    assert re.search(r"^NodeName=slurm-node1 CPUs=\d+ .*Gres=gcu:8 NodeAddr=127.0.0.1 Port=16818 State=UNKNOWN$",
-                     merged, re.M), merged
+    assert re.search(r"^NodeName=slurm-node1 CPUs=\d+ .*Features=tops_2\.5\.136 Gres=gcu:8 NodeAddr=127.0.0.1 "
+                     r"Port=16818 State=UNKNOWN$", merged, re.M), merged
+    # the smoke job asks for the release its nodes run
+    with open(os.path.join(EPHEMERAL, "launch", "slurm_job", "slurm.sbatch")) as f:
+        assert "#SBATCH --constraint=tops_2.5.136\n" in f.read()
 
 
 def test_gres_conf_and_gate_on_the_node(host):
@@ -109,7 +81,7 @@ def test_gres_conf_and_gate_on_the_node(host):
 
 
 def test_sbatch_runs_the_smoke_job_on_every_card_of_two_nodes():
-    subprocess.run(["docker", "cp", os.path.join(EPHEMERAL, "launch", "t20", "slurm.sbatch"), CTL + ":" + SBATCH],
+    subprocess.run(["docker", "cp", os.path.join(EPHEMERAL, "launch", "slurm_job", "slurm.sbatch"), CTL + ":" + SBATCH],
                    check=True)
     rc, out, err = dexec(CTL, "sbatch --parsable --wait --chdir=/tmp -o /tmp/smoke-%%j.out %s" % SBATCH, timeout=420)
     job_id = out.strip().split(";")[0]

@@ -1,0 +1,62 @@
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What molecule/slurm's tests share: commands on the cluster's containers,
+the nodes' and jobs' state as Slurm reports it, waiting for a condition."""
+import json
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "molecule", "_shared", "tests"))
+from launch_helpers import dexec  # noqa: E402 pylint: disable=wrong-import-position,import-error
+
+CTL, N1, N2, N3 = "slurm-ctl", "slurm-node1", "slurm-node2", "slurm-node3"
+EPHEMERAL = os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]
+SBATCH = "/root/slurm.sbatch"
+
+
+def sh(node, script, timeout=60):
+    rc, out, err = dexec(node, script, timeout=timeout)
+    assert rc == 0, "%s: %s\nrc=%d\n%s%s" % (node, script, rc, out, err)
+    return out
+
+
+def node_state(node):
+    state, _sep, reason = sh(CTL, "sinfo -h -N -n %s -o '%%T|%%E'" % node).strip().partition("|")
+    return state, reason
+
+
+def job(job_id):
+    text = sh(CTL, "scontrol -o show job %s" % job_id)
+    return dict(re.findall(r"(\w+)=(\S*)", text))
+
+
+def wait_for(what, check, limit, step=1.0):
+    end = time.time() + limit
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.time() > end:
+            raise AssertionError("%s: not within %ss (last: %r)" % (what, limit, value))
+        time.sleep(step)
+
+
+def drained(node):
+    state = node_state(node)
+    return state if state[0].startswith("drain") else None
+
+
+def job_if(job_id, check):
+    info = job(job_id)
+    return info if check(info) else None
+
+
+def submit(*args):
+    return sh(CTL, "sbatch --parsable --chdir=/tmp %s" % " ".join(args)).strip().split(";")[0]
+
+
+def ranks(node, path):
+    out = sh(node, "cat %s" % path)
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")], out
