@@ -91,10 +91,11 @@ docs-lint: venv collection-link
 units: venv collection-link
 	$(VENV)/bin/python -m pytest -q tests/unit
 
-# make test stays under 45 minutes on a 2-core machine: the four longest
-# scenarios (multi-node drift and launch, rollback fault injection, the real
-# Slurm cluster; about 29 minutes together) run in make test-slow, which CI
-# runs after make test.
+# make test stays under 45 minutes on a 2-core machine: the longest scenarios
+# (multi-node drift and launch, rollback fault injection, the real Slurm
+# cluster and its rolling upgrades, peer staging's failures) run in make
+# test-slow, which CI runs after make test. Both run two scenarios at a time
+# (MOLECULE_JOBS, scripts/molecule-all.sh).
 SLOW_SCENARIOS := dist_launch drift rollback_truth slurm staging
 
 molecule: setup

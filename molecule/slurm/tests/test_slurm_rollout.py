@@ -19,7 +19,10 @@ order and share the cluster (after test_slurm.py):
    its job untouched; the run's status is deferred.
 3. deploy to node1 while a job there outlasts the timeout (the default): the
    node is deferred and left draining under the run's reason; once the job
-   ended, the plain re-run upgrades and resumes it.
+   ended, the plain re-run upgrades it, proves it at the collective level and
+   resumes it.
+4. a node whose upgrade fails is restored and stays drained with the failure
+   as the run's reason; deployed again, it is upgraded and resumed.
 """
 import json
 import os
@@ -270,10 +273,34 @@ def test_3_a_deferred_node_stays_draining_and_the_next_run_upgrades_it(host, run
 
     stop_jobs(N1)
     assert ended(busy)["JobState"] == "COMPLETED"
-    rc, log = finish(playbook(host, runs, "deploy.yml", "rollout-next.log", *args, limit=N1), "rollout-next.log")
+    # the plain re-run; the node is proven at the collective level on its (free) cards before it is resumed
+    rc, log = finish(playbook(host, runs, "deploy.yml", "rollout-next.log", *(args + (
+        "-e", "topsrider_probe_level=collective")), limit=N1), "rollout-next.log")
     assert rc == 0, log[-6000:]
     data, hosts = report("deploy")
     assert data["status"] == "ok" and hosts[N1]["result"] == "ok" and hosts[N1]["detail"] == "deployed 2.5.140"
     assert deployed(N1) == "2.5.140" and features(N1) == ["tops_2.5.140"] and node_state(N1) == ("idle", "none")
+    assert re.search(r"TASK \[Prove ECCL on every card at topsrider_probe_level[^\n]*\n(ok|changed): \[%s\]" % N1, log), log
     # it took the earlier run's drain over, and gave the node back
     assert hosts[N1]["slurm"]["owner_before"] == "collection" and hosts[N1]["slurm"]["resumed"]
+
+
+def test_4_a_node_that_fails_after_its_change_is_restored_and_stays_drained(host, runs):
+    """node2 (2.5.136) gets the bundle whose tops-eccl postinst fails: restored, and left drained with
+    the failure in the run's reason (what to do next), not resumed, its feature unchanged."""
+    rc, log = finish(playbook(host, runs, "deploy.yml", "rollout-failed.log", "-e",
+                              "topsrider_bundle_dir=%s/2.5.140-broken-postinst" % BUNDLES, limit=N2),
+                     "rollout-failed.log")
+    assert rc == 2, log[-6000:]
+    data, hosts = report("deploy")
+    assert data["status"] == "failed" and hosts[N2]["result"] == "failed" and "restored" in hosts[N2]["detail"]
+    assert deployed(N2) == "2.5.136" and features(N2) == ["tops_2.5.136"]
+    state, reason = node_state(N2)
+    assert state == "drained" and re.match(r"^gcu\.topsrider deploy \S+: FAILED, see reports/deploy-\S+\.md: "
+                                           r"restored to the state before the deploy", reason), reason
+    assert hosts[N2]["slurm"]["drained_by_run"] and not hosts[N2]["slurm"]["resumed"]
+    # what the reason says: fix it, deploy again, and the run resumes the node
+    rc, log = finish(playbook(host, runs, "deploy.yml", "rollout-fixed.log", "-e",
+                              "topsrider_bundle_dir=%s/2.5.140" % BUNDLES, limit=N2), "rollout-fixed.log")
+    assert rc == 0, log[-6000:]
+    assert deployed(N2) == "2.5.140" and features(N2) == ["tops_2.5.140"] and node_state(N2) == ("idle", "none")
