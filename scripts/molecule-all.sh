@@ -31,7 +31,7 @@ junit_dir=$top/.cache/molecule-junit
 logs=$top/.cache/molecule-logs
 mkdir -p "$junit_dir" "$logs"
 
-declare -A pid_of start_of
+declare -A pid_of=() start_of=()
 failed=()
 run_one() {
   local s=$1
