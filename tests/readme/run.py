@@ -321,9 +321,22 @@ def start_jobs():
 
 
 def stop_jobs():
+    """End each job as Slurm's scancel would: every process of its session (setsid made the shell
+    the session's leader; timeout(1) puts the launcher in a process group of its own, so a kill of
+    the shell's group alone leaves the ranks holding their cards), then wait until no card is held,
+    since the rollback that follows leaves a busy node alone."""
     for node in NODES:
-        dexec(node, "pg=$(cat %s/pgid 2>/dev/null) && kill -TERM -- -$pg 2>/dev/null; sleep 2; "
-                    "kill -KILL -- -$pg 2>/dev/null; simctl busy none; true" % JOB_DIR)
+        dexec(node, "sid=$(cat %s/pgid 2>/dev/null) && pkill -TERM -s $sid; sleep 2; "
+                    "pkill -KILL -s $sid; simctl busy none; true" % JOB_DIR)
+    deadline = time.time() + 60
+    for node in NODES:
+        while True:
+            rc, out = dexec(node, "ls -l /proc/[0-9]*/fd 2>/dev/null | grep -c ' -> /dev/gcu[0-9]'")
+            if out.strip() == "0":
+                break
+            if time.time() > deadline:
+                raise Failed("the training job on %s still holds cards after it was stopped: %s" % (node, out))
+            time.sleep(1)
 
 
 # ---------------------------------------------------------------- the plan
