@@ -23,7 +23,7 @@ FLEET_SIZE  ?= 4
 help:
 	@echo "make demo   simulated T20 fleet + the real playbooks against it"
 	@echo "make test   lint, sanity, units, molecule, README examples, perf check (sets everything up first)"
-	@echo "make test-slow  the molecule scenarios left out of make test (dist_launch, drift, rollback_truth, slurm, staging); CI runs it after make test"
+	@echo "make test-slow  the molecule scenarios left out of make test (dist_launch, drift, rollback_truth, slurm, staging); CI runs make test TEST_SLOW=1, which adds them"
 	@echo "make setup  only the set-up (venv, docker engine, sim image, bundles)"
 	@echo "make bench  fleets of 1, 4 and 16 nodes: what each playbook costs (docs/performance.md)"
 	@echo "make fabric-check-test  the fabric check on eight simulated nodes (docs/fabric.md; not in make test)"
@@ -64,8 +64,8 @@ collection-link:
 setup: venv docker sim-image sim-image-bullseye bundles collection-link
 
 # ---- tests ------------------------------------------------------------------
-test: setup lint changelog-lint docs-lint sanity units molecule readme-test perf-check
-	@echo "make test: all passed"
+test: setup lint changelog-lint docs-lint sanity units test-pool
+	@echo "make test: all passed$(if $(TEST_SLOW), (with the slow scenarios))"
 
 lint: venv collection-link
 	ansible-lint --profile production --offline
@@ -91,15 +91,27 @@ docs-lint: venv collection-link
 units: venv collection-link
 	$(VENV)/bin/python -m pytest -q tests/unit
 
-# make test stays under 45 minutes on a 2-core machine: the longest scenarios
-# (multi-node drift and launch, rollback fault injection, the real Slurm
-# cluster and its rolling upgrades, peer staging's failures) run in make
-# test-slow, which CI runs after make test. Both run two scenarios at a time
-# (MOLECULE_JOBS, scripts/molecule-all.sh).
-SLOW_SCENARIOS := dist_launch drift rollback_truth slurm staging
+# The molecule scenarios, the README examples and the perf check run as one
+# pool, two at a time (MOLECULE_JOBS), longest first so that both lanes end
+# together (scripts/molecule-all.sh; "make:<target>" in a pool is a make
+# target). make test's pool leaves out the longest scenarios (the real Slurm
+# cluster and its rolling upgrades, rollback fault injection, peer staging's
+# failures, multi-node drift and launch); make test TEST_SLOW=1 (CI, .ci/run)
+# puts them in the same pool, and make test-slow runs them alone. The fabric
+# scenario (eight nodes) runs in make fabric-check-test only.
+# tests/unit/test_test_pools.py checks that every scenario is in a pool.
+SLOW_SCENARIOS := slurm rollback_truth staging drift dist_launch
+FAST_POOL := make:readme-test fleet eccl_probe bullseye default make:perf-check gcu_devices nvidia_node bad_input deb_bundle
+FULL_POOL := slurm rollback_truth make:readme-test staging fleet drift eccl_probe dist_launch bullseye default \
+             make:perf-check gcu_devices nvidia_node bad_input deb_bundle
 
+# make molecule: the scenarios of make test's pool alone.
 molecule: setup
-	@MOLECULE_SKIP="fabric $(SLOW_SCENARIOS)" scripts/molecule-all.sh
+	@MOLECULE_SCENARIOS="$${MOLECULE_SCENARIOS:-$(filter-out make:%,$(FAST_POOL))}" scripts/molecule-all.sh
+
+.PHONY: test-pool
+test-pool: setup $(if $(TEST_SLOW),slurm-image)
+	@MOLECULE_SCENARIOS="$(if $(TEST_SLOW),$(FULL_POOL),$(FAST_POOL))" scripts/molecule-all.sh
 
 .PHONY: test-slow
 test-slow: setup slurm-image
@@ -113,7 +125,7 @@ fabric-check-test: setup
 	MOLECULE_SCENARIOS=fabric scripts/molecule-all.sh
 
 # Slurm for real (issue 19): Debian's slurmctld/slurmd/munge on a controller
-# and two simulated nodes, sbatch of dist_launch's slurm.sbatch, the
+# and three simulated nodes, sbatch of dist_launch's slurm.sbatch, the
 # slurm_node role's health gate (docs/slurm.md).
 .PHONY: slurm-test
 slurm-test: setup slurm-image

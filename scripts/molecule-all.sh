@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# Runs every molecule scenario (default first), each with its full test
-# sequence. MOLECULE_SCENARIOS="a b" runs a subset; MOLECULE_SKIP="a b" leaves
-# scenarios out of the full list (default: fabric, eight nodes and seven fabric
-# checks, which `make fabric-check-test` runs, and slurm, which needs the Slurm
-# image: `make slurm-test`).
+# Runs molecule scenarios (default first), each with its full test sequence,
+# as a pool. MOLECULE_SCENARIOS="a b" runs those, in that order;
+# MOLECULE_SKIP="a b" leaves scenarios out of the full list (default: fabric,
+# eight nodes and seven fabric checks, which `make fabric-check-test` runs,
+# and slurm, which needs the Slurm image: `make slurm-test`). A name
+# "make:<target>" in MOLECULE_SCENARIOS runs that make target (with its
+# set-up taken as done: the pool's caller did it) as one more job of the pool:
+# make test runs the README examples and the perf check this way.
 #
-# MOLECULE_JOBS (default 2) scenarios run at once, in the order given, each in
-# its own ANSIBLE_HOME (molecule installs the collection there) with its output
-# in .cache/molecule-logs/<scenario>.log, printed whole when it ends. One
-# scenario keeps about one core of this 2-core machine busy (much of a
-# scenario is waiting: for a Slurm requeue, a job, a node), so two at a time
-# take about half the wall time. Scenarios share nothing but the Docker
-# engine: their containers have names of their own, the Slurm scenario its own
-# ports, and every other port is picked free at run time. After the first
-# failure no new scenario starts; the ones running finish, then the failed
-# scenarios' failed tests are printed last (from the verifier's JUnit file),
-# where a CI log's tail shows them.
+# MOLECULE_JOBS (default 2) jobs run at once, started in the order given (the
+# Makefile lists them longest first, so both lanes end at about the same
+# time), each scenario in its own ANSIBLE_HOME (molecule installs the
+# collection there) with its output in .cache/molecule-logs/<name>.log,
+# printed whole when it ends. One scenario keeps about one core of this
+# 2-core machine busy (much of a scenario is waiting: for a Slurm requeue, a
+# job, a node), so two at a time take about half the wall time. Jobs share
+# nothing but the Docker engine: their containers have names of their own,
+# the Slurm scenario its own ports, the README's and the perf check's fleets
+# their own prefixes and ports, and every other port is picked free at run
+# time. After the first failure no new job starts; the ones running finish,
+# then the failed scenarios' failed tests are printed last (from the
+# verifier's JUnit file), where a CI log's tail shows them.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -33,9 +38,17 @@ mkdir -p "$junit_dir" "$logs"
 
 declare -A pid_of=() start_of=()
 failed=()
+label() {
+  if [ "${1#make:}" != "$1" ]; then echo "make ${1#make:}"; else echo "molecule test -s $1"; fi
+}
+
 run_one() {
   local s=$1
   rm -f "$junit_dir/$s.xml"
+  if [ "${s#make:}" != "$s" ]; then
+    make --no-print-directory -o setup "${s#make:}" >"$logs/$s.log" 2>&1
+    return
+  fi
   # Each scenario its own ANSIBLE_HOME: molecule installs the collection into
   # it, and two installs into one directory at once would race.
   ANSIBLE_HOME=${ANSIBLE_HOME:-$top/.cache/ansible-home}/molecule-$s molecule test -s "$s" >"$logs/$s.log" 2>&1
@@ -43,12 +56,12 @@ run_one() {
 
 finish_one() {
   local s=$1 rc=$2
-  echo "=== molecule test -s $s (output)"
+  echo "=== $(label "$s") (output)"
   cat "$logs/$s.log"
   if [ "$rc" -eq 0 ]; then
-    echo "=== molecule $s passed in $(( $(date +%s) - start_of[$s] ))s"
+    echo "=== $(label "$s") passed in $(( $(date +%s) - start_of[$s] ))s"
   else
-    echo "=== molecule $s failed after $(( $(date +%s) - start_of[$s] ))s"
+    echo "=== $(label "$s") failed after $(( $(date +%s) - start_of[$s] ))s"
     failed+=("$s")
   fi
 }
@@ -74,7 +87,7 @@ for s in $scenarios; do
   [ "${#failed[@]}" -eq 0 ] || break
   while [ "${#pid_of[@]}" -ge "$jobs" ]; do reap; done
   [ "${#failed[@]}" -eq 0 ] || break
-  echo "=== molecule test -s $s: started (log: ${logs#"$top"/}/$s.log)"
+  echo "=== $(label "$s"): started (log: ${logs#"$top"/}/$s.log)"
   start_of[$s]=$(date +%s)
   run_one "$s" &
   pid_of[$s]=$!
@@ -83,8 +96,13 @@ while [ "${#pid_of[@]}" -gt 0 ]; do reap; done
 
 if [ "${#failed[@]}" -gt 0 ]; then
   for s in "${failed[@]}"; do
-    echo "=== molecule $s failed; its failed tests:"
-    python3 scripts/junit-failures.py "$junit_dir/$s.xml"
+    if [ "${s#make:}" != "$s" ]; then
+      echo "=== make ${s#make:} failed; the end of its output:"
+      tail -n 40 "$logs/$s.log"
+    else
+      echo "=== molecule $s failed; its failed tests:"
+      python3 scripts/junit-failures.py "$junit_dir/$s.xml"
+    fi
   done
   exit 1
 fi
