@@ -45,14 +45,29 @@ here = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(here, "pip.log"), "a") as log:
     log.write(json.dumps(sys.argv[1:]) + "\n")
 assert os.environ.get("PIP_NO_INDEX") == "1" and os.environ.get("LC_ALL") == "C"
-wheel = sys.argv[-1]
+args = sys.argv[1:]
+path = os.path.join(here, "env.json")
+if args[0] == "uninstall":
+    env = json.load(open(path))
+    gone, env["torch_gcu"] = env["torch_gcu"], None
+    json.dump(env, open(path, "w"))
+    print("Successfully uninstalled torch_gcu-%%s" %% gone)
+    sys.exit(0)
+wheel = args[-1]
+if wheel.startswith("torch_gcu=="):
+    links = args[args.index("--find-links") + 1] if "--find-links" in args else ""
+    found = [f for f in (os.listdir(links) if os.path.isdir(links) else []) if f.endswith(".whl") and f.split("-")[1] == wheel[11:]]
+    if not found:
+        sys.exit("ERROR: Could not find a version that satisfies the requirement %%s" %% wheel)
+    wheel = os.path.join(links, found[0])
+elif wheel.startswith("file://"):
+    wheel = wheel[len("file://"):]
 if not os.path.isfile(wheel):
     sys.exit("ERROR: Could not install packages: No such file or directory: %%r" %% wheel)
 version = os.path.basename(wheel).split("-")[1]
 if "--dry-run" in sys.argv:
     print("Would install torch_gcu-" + version)
     sys.exit(0)
-path = os.path.join(here, "env.json")
 env = json.load(open(path))
 env["torch_gcu"] = version
 json.dump(env, open(path, "w"))
@@ -104,8 +119,10 @@ def node(tmp_path, monkeypatch):
             (bundle / "manifest.json").write_text(json.dumps({"format": 1, "version": "2.5.136", "files": list(wheels)}))
 
         def run(self, check_mode=False, **args):
-            args = dict({"python": self.python, "bundle_path": self.bundle_path, "state_file": self.state_file},
-                        **args)
+            base = {"python": self.python, "state_file": self.state_file}
+            if args.get("state") not in ("restored", "absent"):
+                base["bundle_path"] = self.bundle_path
+            args = dict(base, **args)
             if check_mode:
                 args["_ansible_check_mode"] = True
             with set_module_args(args):
@@ -264,3 +281,89 @@ def test_a_failed_pip_fails_with_its_output_and_keeps_the_record(node):
     result = node.run()
     assert result.get("failed") and "failed (rc=1)" in result["msg"] and "No space left" in result["msg"]
     assert node.installed() is None and os.path.exists(node.state_file)
+
+
+# ---- state=restored and state=absent: what restore.yml puts back --------------
+OLD, NEW = "2.13.0+2.5.136", "2.13.0+2.5.140"
+
+
+def record_of(node):
+    with open(node.state_file) as f:
+        return json.load(f)
+
+
+def test_restored_from_the_cache_puts_the_version_back_records_it_and_a_rerun_changes_nothing(node):
+    node.env(torch_gcu=NEW)
+    result = node.run(state="restored", version=OLD, find_links=node.bundle_path)
+    assert not result.get("failed"), result["msg"]
+    assert result["changed"] is True and result["previous"] == NEW and result["version"] == OLD
+    assert node.installed() == OLD
+    assert node.pip_calls() == [["install", "--no-index", "--no-deps", "--find-links", node.bundle_path,
+                                 "torch_gcu==" + OLD]]
+    assert record_of(node) == {"python": node.python, "previous": {"version": NEW, "wheel": None},
+                               "current": {"version": OLD, "wheel": None}}
+    again = node.run(state="restored", version=OLD, find_links=node.bundle_path)
+    assert again["changed"] is False and len(node.pip_calls()) == 1
+
+
+def test_restored_from_the_file_it_came_from(node):
+    node.env(torch_gcu=NEW)
+    url = "file://" + os.path.join(node.bundle_path, WHEEL_311["file"])
+    result = node.run(state="restored", version=OLD, wheel=url, find_links=node.bundle_path)
+    assert result["changed"] is True and node.installed() == OLD
+    assert node.pip_calls()[-1][-1] == url and record_of(node)["current"] == {"version": OLD, "wheel": url}
+
+
+@pytest.mark.parametrize("state, version", [("restored", ""), ("restored", None), ("absent", None)])
+def test_none_as_before_uninstalls_and_a_rerun_changes_nothing(node, state, version):
+    node.env(torch_gcu=NEW)
+    result = node.run(state=state, version=version)
+    assert not result.get("failed"), result["msg"]
+    assert result["changed"] is True and node.installed() is None and result["version"] is None
+    assert node.pip_calls() == [["uninstall", "--yes", "torch_gcu"]]
+    assert record_of(node)["current"] == {"version": None, "wheel": None}
+    again = node.run(state=state, version=version)
+    assert again["changed"] is False and len(node.pip_calls()) == 1
+
+
+def test_check_mode_predicts_the_restore_and_changes_nothing(node):
+    node.env(torch_gcu=NEW)
+    result = node.run(check_mode=True, state="restored", version=OLD, find_links=node.bundle_path)
+    assert result["changed"] is True and "would put back" in result["msg"]
+    assert node.installed() == NEW and not os.path.exists(node.state_file)
+    assert node.pip_calls() == [["install", "--no-index", "--no-deps", "--find-links", node.bundle_path,
+                                 "--dry-run", "torch_gcu==" + OLD]]
+    gone = node.run(check_mode=True, state="absent")
+    assert gone["changed"] is True and node.installed() == NEW and len(node.pip_calls()) == 1
+    # An old pip: no dry run, and it says so.
+    node.env(torch_gcu=NEW, pip="21.3")
+    old_pip = node.run(check_mode=True, state="restored", version=OLD, find_links=node.bundle_path)
+    assert old_pip["changed"] is True and "cannot predict" in old_pip["msg"] and len(node.pip_calls()) == 1
+
+
+def test_restored_without_a_source_is_refused_before_anything(node):
+    node.env(torch_gcu=NEW)
+    result = node.run(state="restored", version=OLD)
+    assert result.get("failed") and "find_links" in result["msg"] and "nothing was changed" in result["msg"]
+    assert node.installed() == NEW and node.pip_calls() == [] and not os.path.exists(node.state_file)
+
+
+def test_a_restore_pip_cannot_do_fails_with_its_output_and_keeps_the_record(node, tmp_path):
+    node.env(torch_gcu=NEW)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = node.run(state="restored", version=OLD, find_links=str(empty))
+    assert result.get("failed") and "Could not find a version" in result["msg"]
+    assert node.installed() == NEW and record_of(node)["previous"]["version"] == NEW
+
+
+@pytest.mark.parametrize("args, words", [
+    ({"python": "venv/bin/python"}, "must be an absolute node path"),
+    ({"find_links": "cache/2.5.136"}, "must be an absolute node path"),
+    ({"python": "/nonexistent/bin/python"}, "does not exist or is not executable"),
+])
+def test_restore_refusals_change_nothing(node, args, words):
+    node.env(torch_gcu=NEW)
+    result = node.run(**dict({"state": "restored", "version": OLD, "find_links": node.bundle_path}, **args))
+    assert result.get("failed") and words in result["msg"], result["msg"]
+    assert node.installed() == NEW and node.pip_calls() == [] and not os.path.exists(node.state_file)
