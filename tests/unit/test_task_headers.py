@@ -6,7 +6,12 @@ every variable the file reads that comes from outside it (not its own role's
 defaults, vars or argument_specs, not playbooks/vars/*.yml, not Ansible's
 magic variables); Sets names every fact it sets or registers that another
 task file or a playbook reads. The reads are found in the Jinja of the file (expressions,
-when/that/loop conditions), so an undeclared hand-off fails here."""
+when/that/loop conditions), reads of another host's variables through
+hostvars[h]['x'], extract and attribute= included, so an undeclared hand-off
+fails here; and so does a header that names what nothing uses: a Needs name
+the file never reads, a Sets name no other file (nor this one, through
+hostvars) reads."""
+import functools
 import glob
 import os
 import re
@@ -22,7 +27,7 @@ TASK_FILES = sorted(os.path.relpath(p, TOP) for p in
 
 # Ansible's magic variables and Jinja's own words: never a hand-off.
 MAGIC = frozenset("""
-inventory_hostname hostvars groups ansible_check_mode ansible_facts ansible_local ansible_play_hosts
+inventory_hostname ansible_host hostvars groups ansible_check_mode ansible_facts ansible_local ansible_play_hosts
 ansible_play_hosts_all ansible_play_batch ansible_limit playbook_dir role_path item ansible_loop
 ansible_playbook_python ansible_failed_task ansible_failed_result ansible_python_interpreter omit loop
 true false none True False None not and or in is if else elif endif for endfor set endset
@@ -36,11 +41,31 @@ DROPPED = re.compile(r"(\|\s*|\bis\s+(not\s+)?|\bgcu\.topsrider\.)[A-Za-z_]\w*|\
 LOCAL_JINJA = re.compile(r"\{%-?\s*(?:for\s+([\w\s,]+?)\s+in|set\s+(\w+)\s*=)")
 
 
+# Reads of another host's variables, by name in a string: hostvars[h]['x'],
+# hostvars[h].x, extract(hostvars, 'x') / map('extract', hostvars, 'x'), and
+# after map('extract', hostvars) (a list of hosts' vars), attribute='x' and
+# selectattr('x...') / rejectattr('x...').
+HOSTVARS_READS = (
+    re.compile(r"""hostvars\[[^\]]+\]\s*(?:\[\s*['"](\w+)['"]\s*\]|\.(\w+))"""),
+    re.compile(r"""['"]?extract['"]?\s*,?\s*\(?\s*hostvars\s*,\s*['"](\w+)['"]"""),
+)
+HOSTS_VARS_LIST = re.compile(r"""['"]extract['"]\s*,\s*hostvars\s*\)""")
+ATTRIBUTES = re.compile(r"""\battribute\s*=\s*['"](\w+)|\b(?:select|reject)attr\(\s*['"](\w+)""")
+
+
 def expression_names(expression):
-    """The variable names an expression reads (not filters, tests, calls, keyword arguments)."""
+    """The variable names an expression reads (not filters, tests, calls, keyword arguments), with
+    the names it reads from hostvars through strings."""
+    names = set()
+    for pattern in HOSTVARS_READS:
+        for match in pattern.finditer(expression):
+            names.update(g for g in match.groups() if g)
+    for match in HOSTS_VARS_LIST.finditer(expression):
+        for attribute in ATTRIBUTES.finditer(expression[match.end():]):
+            names.update(g for g in attribute.groups() if g)
     # A filter or test becomes an operator: "a | default(b)" reads a and b, "a" is not called.
     text = DROPPED.sub(" + ", STRINGS.sub("''", expression))
-    return {m.group(1) for m in IDENT.finditer(text)} - MAGIC
+    return ({m.group(1) for m in IDENT.finditer(text)} | names) - MAGIC
 
 
 def template_names(text):
@@ -164,10 +189,123 @@ def test_every_fact_another_file_reads_is_declared_set(path):
         path, ", ".join(missing))
 
 
+def declared(path):
+    """(needs, sets) as a header names variables: words with an underscore, outside parentheses (the
+    prose: where a value comes from), not file names and not prefixes such as desired_*."""
+    with open(os.path.join(TOP, path)) as f:
+        lines = f.read().splitlines()
+    comment = []
+    for line in lines[1:] if lines and lines[0] == "---" else lines:
+        if not line.startswith("#"):
+            break
+        comment.append(line[1:].strip())
+    text = "\n".join(comment)
+    needs, rest = text[len("Needs:"):].split("\nSets:", 1)
+
+    def names(part):
+        previous = None
+        while previous != part:
+            previous, part = part, re.sub(r"\([^()]*\)", " ", part)
+        return {w for w in re.findall(r"(?<![\w./*])[A-Za-z_]\w*(?![\w./*])", part)
+                if "_" in w and not w.endswith("_")} - MAGIC
+    return names(needs), names(rest.split("\n\n", 1)[0])
+
+
+@functools.lru_cache(maxsize=None)
+def raw_reads(path):
+    """Every name a YAML file reads, its own facts included."""
+    with open(os.path.join(TOP, path)) as f:
+        data = yaml.safe_load(f)
+    reads = set()
+    walk(data, set(), set(), reads)
+    return reads
+
+
+def template_reads(paths):
+    reads = set()
+    for path in paths:
+        with open(path) as f:
+            reads |= template_names(f.read())
+    return reads
+
+
+VARS_FILES = {}
+for _source in glob.glob(os.path.join(TOP, "playbooks", "vars", "*.yml")):
+    with open(_source) as _f:
+        for _name, _value in (yaml.safe_load(_f) or {}).items():
+            _reads = set()
+            walk(_value, set(), set(), _reads)
+            VARS_FILES[_name] = _reads
+
+
+def templates_of(path):
+    """The templates a task file can render: its role's, or the playbooks'."""
+    parts = path.split(os.sep)
+    base = os.path.join(TOP, "roles", parts[1]) if parts[0] == "roles" else os.path.join(TOP, "playbooks")
+    return glob.glob(os.path.join(base, "templates", "*.j2")) + glob.glob(os.path.join(base, "files", "*.j2"))
+
+
+def hostvars_reads(path):
+    """The names a file reads from hostvars (another host's facts, the hand-offs between hosts)."""
+    with open(os.path.join(TOP, path)) as f:
+        text = f.read()
+    names = set()
+    for pattern in HOSTVARS_READS:
+        for match in pattern.finditer(text):
+            names.update(g for g in match.groups() if g)
+    for match in HOSTS_VARS_LIST.finditer(text):
+        end = text.find("}}", match.end())
+        for attribute in ATTRIBUTES.finditer(text[match.end():end if end > 0 else len(text)]):
+            names.update(g for g in attribute.groups() if g)
+    return names
+
+
+def read_elsewhere(path):
+    """What other files read, and this file through hostvars."""
+    reads = set(PLAYBOOK_READS) | hostvars_reads(path)
+    for other in TASK_FILES:
+        if other != path:
+            reads |= raw_reads(other)
+    for names in VARS_FILES.values():
+        reads |= names
+    reads |= template_reads(glob.glob(os.path.join(TOP, "roles", "*", "templates", "*.j2"))
+                            + glob.glob(os.path.join(TOP, "playbooks", "templates", "*.j2")))
+    return reads
+
+
+@pytest.mark.parametrize("path", TASK_FILES)
+def test_every_declared_need_is_read(path):
+    """A name in '# Needs:' is read by the file, by a template it renders or by a playbooks/vars value it reads."""
+    needs = declared(path)[0]
+    reads = raw_reads(path) | template_reads(templates_of(path))
+    for name in list(reads):
+        reads |= VARS_FILES.get(name, set())
+    unused = sorted(needs - reads)
+    assert not unused, "%s declares %s in '# Needs:' but never reads it" % (path, ", ".join(unused))
+
+
+@pytest.mark.parametrize("path", TASK_FILES)
+def test_every_declared_set_is_read_somewhere(path):
+    """A name in '# Sets:' is read by another task file, a playbook, a playbooks/vars value or a template,
+    or by this file through hostvars (another host): a declared hand-off nothing takes is a stale header."""
+    unread = sorted(declared(path)[1] - read_elsewhere(path))
+    assert not unread, "%s declares %s in '# Sets:' but nothing reads it" % (path, ", ".join(unread))
+
+
+def test_a_header_names_variables_not_prose():
+    assert declared("playbooks/tasks/inputs.yml")[0] >= {"inputs_checks", "topsrider_bundle", "topsrider_profile"}
+    assert "desired_" not in declared("playbooks/tasks/inputs.yml")[0]
+
+
 @pytest.mark.parametrize("expression, names", [
     ("a | default(b) | gcu.topsrider.env_problems({'x': c}) is match('^d')", {"a", "b", "c"}),
     ("now(utc=true, fmt='%Y') ~ e.f", {"e"}),
     ("g is not defined and h is version('1', '>=')", {"g", "h"}),
+    ("hostvars[host]['i'] ~ hostvars[inventory_hostname].j", {"host", "i", "j"}),
+    ("groups['all'] | map('extract', hostvars, 'k') | list", {"k"}),
+    ("play_hosts | map('extract', hostvars) | map(attribute='l') | selectattr('n.o', 'defined')",
+     {"play_hosts", "l", "n"}),
+    ("rounds | map(attribute='m') | flatten | map('extract', hostvars) | list", {"rounds"}),
 ])
 def test_the_reader_finds_variables_not_filters_tests_or_keywords(expression, names):
     assert expression_names(expression) == names
