@@ -18,7 +18,7 @@ import json
 import os
 import re
 
-from ansible_collections.gcu.topsrider.plugins.module_utils._collective_rank import BUSBW_FORMULA
+from ansible_collections.gcu.topsrider.plugins.module_utils._collective_rank import BUSBW_FORMULA, REPORT_MARKER
 
 LIBRARY_NAME = "libeccl.so"
 # NVIDIA nodes: the system's NCCL (a torch CUDA wheel carries its own copy, so
@@ -40,7 +40,6 @@ DEFAULT_LIBRARY_DIRS = (
     "/usr/local/lib",
 )
 
-REPORT_MARKER = "@@ECCL_PROBE_REPORT@@"
 STAGE_MARKER = "@@ECCL_PROBE_STAGE@@"
 
 # code -> (what it means, what to do). Every code the module can return.

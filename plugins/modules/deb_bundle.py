@@ -248,9 +248,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg import (
-    DpkgError, QUERY_FORMAT, architecture_ok, audit_problems, check_transaction, deb_info,
-    installed_version, is_held, parse_dpkg_query, plan_absent, plan_present, plan_restore,
-    split_plan)
+    VERSION_ACTIONS, DpkgError, QUERY_FORMAT, architecture_ok, audit_problems, check_transaction, deb_info,
+    installed_version, is_held, parse_dpkg_query, plan_absent, plan_present, plan_restore, split_plan)
 from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg_io import (
     acquire_dpkg_lock, deb_candidates, release_dpkg_lock)
 from ansible_collections.gcu.topsrider.plugins.module_utils._journal import (
@@ -277,7 +276,6 @@ ARGUMENT_SPEC = dict(
     journal_dir=dict(type="path", default="/var/lib/topsrider"),
     cache_dirs=dict(type="list", elements="path", default=["/var/cache/topsrider"]),
 )
-VERSION_ACTIONS = ("install", "upgrade", "downgrade", "reinstall")
 
 
 def _utcnow():
