@@ -47,12 +47,12 @@ PROBLEMS = {
     "LIBRARY_MISSING": (
         "libeccl.so was not found in the loader cache, the ld.so.conf directories, "
         "the given library_dirs or TopsRider's default directories",
-        "Install the tops-eccl package of the TopsRider bundle (roles gcu.topsrider.tops_sdk / "
+        "Install the tops-eccl package of the TopsRider bundle (role gcu.topsrider.eccl_env / "
         "module gcu.topsrider.deb_bundle), or pass its directory in library_dirs."),
     "LIBRARY_NOT_ON_LOADER_PATH": (
         "libeccl.so exists but dlopen('libeccl.so') fails, so torch_gcu cannot load it",
         "Put its directory in /etc/ld.so.conf.d/topsrider.conf and run ldconfig "
-        "(role gcu.topsrider.eccl_env does both)."),
+        "(role gcu.topsrider.tops_sdk does both: its tops_sdk_ld_conf)."),
     "LIBRARY_UNLOADABLE": (
         "a copy of libeccl.so cannot be loaded (corrupt file, wrong architecture or a missing dependency)",
         "Run `ldd <path>` to see what is missing; reinstall the tops-eccl package from the bundle."),
@@ -75,7 +75,7 @@ PROBLEMS = {
     "TORCH_GCU_IMPORT_FAILED": (
         "`import torch_gcu` raised an error",
         "Read the error: 'libeccl.so: cannot open shared object file' means the loader path "
-        "(role gcu.topsrider.eccl_env + ldconfig); otherwise reinstall the matching torch_gcu wheel."),
+        "(role gcu.topsrider.tops_sdk writes it and runs ldconfig); otherwise reinstall the matching torch_gcu wheel."),
     "TORCH_GCU_API_UNKNOWN": (
         "torch_gcu imported but offers neither the 1.x API (torch_gcu.device_count) nor the 2.x API (torch.gcu)",
         "Reinstall the torch_gcu wheel from the TopsRider bundle; a partial or foreign package shadows it."),
@@ -328,7 +328,7 @@ def classify_library(copies, soname_report, name=LIBRARY_NAME):
             "%s is installed in %s but dlopen('%s') fails: %s" % (
                 name, ", ".join(dirs), name, by_soname.get("error")),
             "Put %s in /etc/ld.so.conf.d/topsrider.conf and run ldconfig "
-            "(role gcu.topsrider.eccl_env does both)." % ", ".join(dirs)))
+            "(role gcu.topsrider.tops_sdk does both: its tops_sdk_ld_conf)." % ", ".join(dirs)))
     if len(out_copies) > 1:
         desc = ", ".join("%s (%s)" % (c["realpath"], c["version"] or "version unknown") for c in out_copies)
         problems.append(problem("LIBRARY_DUPLICATE", "%d copies of %s: %s; the loader picks %s" % (
