@@ -64,7 +64,7 @@ collection-link:
 setup: venv docker sim-image sim-image-bullseye bundles collection-link
 
 # ---- tests ------------------------------------------------------------------
-test: setup lint changelog-lint docs-lint sanity units test-pool
+test: setup changelog-lint docs-lint test-pool
 	@echo "make test: all passed$(if $(TEST_SLOW), (with the slow scenarios))"
 
 lint: venv collection-link
@@ -91,9 +91,10 @@ docs-lint: venv collection-link
 units: venv collection-link
 	$(VENV)/bin/python -m pytest -q tests/unit
 
-# The molecule scenarios, the README examples and the perf check run as one
-# pool, two at a time (MOLECULE_JOBS), longest first so that both lanes end
-# together (scripts/molecule-all.sh; "make:<target>" in a pool is a make
+# The molecule scenarios, the README examples, the perf check, ansible-lint,
+# ansible-test sanity and the units run as one pool, two at a time
+# (MOLECULE_JOBS), longest first so that both lanes end together
+# (scripts/molecule-all.sh; "make:<target>" in a pool is a make
 # target). make test's pool leaves out the longest scenarios (the real Slurm
 # cluster and its rolling upgrades, rollback fault injection, peer staging's
 # failures, multi-node drift and launch); make test TEST_SLOW=1 (CI, .ci/run)
@@ -101,9 +102,10 @@ units: venv collection-link
 # scenario (eight nodes) runs in make fabric-check-test only.
 # tests/unit/test_test_pools.py checks that every scenario is in a pool.
 SLOW_SCENARIOS := slurm rollback_truth staging drift dist_launch
-FAST_POOL := make:readme-test fleet eccl_probe bullseye default make:perf-check gcu_devices nvidia_node bad_input deb_bundle
-FULL_POOL := slurm rollback_truth make:readme-test staging fleet drift eccl_probe dist_launch bullseye default \
-             make:perf-check gcu_devices nvidia_node bad_input deb_bundle
+FAST_POOL := make:readme-test fleet make:sanity eccl_probe bullseye default make:units nvidia_node \
+             gcu_devices bad_input deb_bundle make:perf-check make:lint
+FULL_POOL := slurm rollback_truth make:readme-test staging fleet drift dist_launch make:sanity eccl_probe \
+             bullseye default make:units nvidia_node gcu_devices bad_input deb_bundle make:perf-check make:lint
 
 # make molecule: the scenarios of make test's pool alone.
 molecule: setup
