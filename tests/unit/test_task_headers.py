@@ -123,8 +123,8 @@ def role_interface(path):
     return names
 
 
-def header(path):
-    """(needs, sets): the words of the file's `# Needs:` and `# Sets:` sections."""
+def header_sections(path):
+    """(needs, sets): the text of the file's `# Needs:` and `# Sets:` sections."""
     with open(os.path.join(TOP, path)) as f:
         lines = f.read().splitlines()
     if lines and lines[0] == "---":
@@ -138,9 +138,13 @@ def header(path):
     text = "\n".join(comment)
     assert "\nSets:" in text, "%s: its header has no '# Sets:' line" % path
     needs, rest = text[len("Needs:"):].split("\nSets:", 1)
-    sets = rest.split("\n\n", 1)[0]
+    return needs, rest.split("\n\n", 1)[0]
+
+
+def header(path):
+    """(needs, sets): every word of the two sections."""
     words = re.compile(r"[A-Za-z_]\w*")
-    return set(words.findall(needs)), set(words.findall(sets))
+    return tuple(set(words.findall(part)) for part in header_sections(path))
 
 
 def analysed(path):
@@ -192,23 +196,13 @@ def test_every_fact_another_file_reads_is_declared_set(path):
 def declared(path):
     """(needs, sets) as a header names variables: words with an underscore, outside parentheses (the
     prose: where a value comes from), not file names and not prefixes such as desired_*."""
-    with open(os.path.join(TOP, path)) as f:
-        lines = f.read().splitlines()
-    comment = []
-    for line in lines[1:] if lines and lines[0] == "---" else lines:
-        if not line.startswith("#"):
-            break
-        comment.append(line[1:].strip())
-    text = "\n".join(comment)
-    needs, rest = text[len("Needs:"):].split("\nSets:", 1)
-
     def names(part):
         previous = None
         while previous != part:
             previous, part = part, re.sub(r"\([^()]*\)", " ", part)
         return {w for w in re.findall(r"(?<![\w./*])[A-Za-z_]\w*(?![\w./*])", part)
                 if "_" in w and not w.endswith("_")} - MAGIC
-    return names(needs), names(rest.split("\n\n", 1)[0])
+    return tuple(names(part) for part in header_sections(path))
 
 
 @functools.lru_cache(maxsize=None)
