@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Pure parsing of Enflame efsmi output, and the checks gcu_devices applies.
+"""Pure parsing of Enflame efsmi output (and the PCI view of sysfs entries).
 
 Private to the collection. No I/O here: callers pass text in and get plain
 data (dicts, lists, strings) back, so every function is unit tested with real
@@ -26,8 +26,6 @@ CARD_KEYS = (
     "memory_total_mib", "memory_used_mib", "temperature_c", "power_w",
     "power_cap_w", "utilization_pct", "dpm", "ecc", "health",
 )
-
-ENFLAME_VENDOR_ID = "1e36"
 
 _NA = ("n/a", "na", "-", "--", "unknown", "")
 
@@ -437,10 +435,10 @@ def merge_summary_into_query(query, summary):
 
 # -------------------------------------------------------------------- PCI --
 
-def pci_view(entries, vendor_id=ENFLAME_VENDOR_ID, class_prefix=None):
+def pci_view(entries, vendor_id, class_prefix=None):
     """entries: iterable of (sysfs name, vendor text, device text[, class
     text]) for every directory under /sys/bus/pci/devices. Returns the ones of
-    vendor_id (Enflame by default) as {'count', 'device_ids', 'bus_ids'}
+    vendor_id (the vendor table's pci_vendor_id) as {'count', 'device_ids', 'bus_ids'}
     (sorted by bus id). With class_prefix (e.g. '0x03', display controllers)
     only functions whose class starts with it count."""
     found = []
@@ -455,108 +453,3 @@ def pci_view(entries, vendor_id=ENFLAME_VENDOR_ID, class_prefix=None):
     found.sort()
     return {"count": len(found), "device_ids": [dev for name, dev in found],
             "bus_ids": [name for name, dev in found]}
-
-
-# ----------------------------------------------------------------- checks --
-
-def format_indexes(indexes):
-    """[1, 2, 3, 5, 7, 8] -> '1-3, 5, 7-8'."""
-    runs = []
-    for i in sorted(set(indexes)):
-        if runs and i == runs[-1][1] + 1:
-            runs[-1][1] = i
-        else:
-            runs.append([i, i])
-    return ", ".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in runs)
-
-
-# The words check_expectations uses, per vendor (gcu_devices reads NVIDIA GPUs too).
-WORDS = {
-    "enflame": {
-        "unit": "GCU", "pci_vendor": "Enflame", "dmesg": "`dmesg | grep -i enflame`",
-        "reload": "reload the enflame driver",
-        "unhealthy": "report Health: False; drain the node, check `efsmi -q` (RMA Info) and "
-                     "`dmesg | grep -i enflame`, then reset or RMA the card",
-        "health_unknown": "the summary table has no health column; use source=query",
-        "visible": "ENFLAME_VISIBLE_DEVICES",
-    },
-    "nvidia": {
-        "unit": "GPU", "pci_vendor": "NVIDIA", "dmesg": "`dmesg | grep -i -e NVRM -e Xid`",
-        "reload": "reload the nvidia driver",
-        "unhealthy": "report uncorrected ECC errors since the last reset, or need a reset; drain the node, check "
-                     "`nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER` and `dmesg | grep -i -e NVRM -e Xid`, "
-                     "reset the GPU (`nvidia-smi -r -i <index>` or reboot), RMA it if the errors return",
-        "health_unknown": "ECC is off or not supported, so nvidia-smi reports no uncorrected-error count",
-        "visible": "CUDA_VISIBLE_DEVICES",
-    },
-}
-
-
-def _card_name(card, unit="GCU"):
-    extra = [x for x in (card.get("bus_id"), card.get("serial") and "serial " + card["serial"]) if x]
-    return "%s %d%s" % (unit, card["index"], " (%s)" % ", ".join(extra) if extra else "")
-
-
-def check_expectations(cards, pci, expected_count=None, require_healthy=False,
-                       max_temperature=None, min_utilization=None, vendor="enflame"):
-    """Return (problems, notes): problems are failed expectations, each naming
-    the cards and the remedy; notes are observations worth a warning.
-    vendor ('enflame' or 'nvidia') picks the words (GCU or GPU, the tools)."""
-    w = WORDS[vendor]
-    unit = w["unit"]
-    problems = []
-    notes = []
-    count = len(cards)
-    pci_count = pci.get("count") if pci else None
-    driver_bus = set(c["bus_id"] for c in cards if c.get("bus_id"))
-    unseen = [b for b in (pci or {}).get("bus_ids", []) if b not in driver_bus]
-    pci_text = ""
-    if pci_count is not None and pci_count != count:
-        pci_text = "PCI sees %d %s device(s), the driver sees %d" % (pci_count, w["pci_vendor"], count)
-        if unseen and driver_bus:
-            pci_text += " (on PCI but not seen by the driver: %s)" % ", ".join(unseen)
-    if expected_count is not None and count != expected_count:
-        msg = "expected %d %ss, the driver sees %d" % (expected_count, unit, count)
-        if pci_text:
-            msg += "; " + pci_text + ": a card the driver does not bring up (check %s, %s, reseat or RMA " \
-                                     "the card)" % (w["dmesg"], w["reload"])
-        elif pci_count is not None and pci_count < expected_count:
-            msg += "; PCI sees %d too: a card is missing from the bus (check seating, power, BIOS), " \
-                   "or expected_count is wrong" % pci_count
-        else:
-            msg += ": check the node's inventory (expected_count) and %s" % w["dmesg"]
-        problems.append(msg)
-    elif pci_text:
-        notes.append(pci_text + ": check %s and %s" % (w["dmesg"], w["reload"]))
-    if require_healthy:
-        bad = [c for c in cards if c.get("health") is False]
-        if bad:
-            problems.append("unhealthy %s(s): %s %s" % (unit, ", ".join(_card_name(c, unit) for c in bad),
-                                                        w["unhealthy"]))
-        unknown = [c["index"] for c in cards if c.get("health") is None]
-        if unknown:
-            notes.append("health not reported for %s(s) %s (%s)"
-                         % (unit, format_indexes(unknown), w["health_unknown"]))
-    if max_temperature is not None:
-        hot = [c for c in cards if c.get("temperature_c") is not None and c["temperature_c"] > max_temperature]
-        if hot:
-            problems.append("%s(s) above %s C: %s; check cooling and airflow, lower the load" % (
-                unit, max_temperature, ", ".join("%s at %s C" % (_card_name(c, unit), c["temperature_c"])
-                                                 for c in hot)))
-    if min_utilization is not None:
-        idle = [c for c in cards if c.get("utilization_pct") is None or c["utilization_pct"] <= min_utilization]
-        if idle:
-            busy = [c["index"] for c in cards if c not in idle]
-            msg = "%d of %d %ss not busy (utilization <= %s%%): cards %s sleeping" % (
-                len(idle), count, unit, min_utilization, format_indexes([c["index"] for c in idle]))
-            if busy:
-                msg += ", only card(s) %s working" % format_indexes(busy)
-            msg += "; was the job started as one process? Launch one process per card " \
-                   "(e.g. torchrun --nproc_per_node=%d) and check %s" % (count, w["visible"])
-            mig = [c["index"] for c in idle if c.get("mig_mode") == "Enabled" and c.get("utilization_pct") is None]
-            if mig:
-                msg += "; MIG is enabled on %s(s) %s, where nvidia-smi reports no utilization ([N/A]): the busy " \
-                       "check cannot prove them busy (watch the instances with DCGM, or leave min_utilization " \
-                       "unset on MIG nodes)" % (unit, format_indexes(mig))
-            problems.append(msg)
-    return problems, notes

@@ -24,11 +24,11 @@ import os
 import pwd
 import re
 
-# vendor -> the device file of one card (a node has one vendor's cards; both are scanned).
-CARD_FILES = (
-    ("enflame", "gcu", re.compile(r"^/dev/gcu([0-9]+)$")),
-    ("nvidia", "nvidia", re.compile(r"^/dev/nvidia([0-9]+)$")),
-)
+from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import VENDORS
+
+# The device file of one card, per vendor (a node has one vendor's cards; all are scanned).
+CARD_FILES = tuple((v["card_prefix"], re.compile(r"^/dev/%s([0-9]+)$" % re.escape(v["card_prefix"])))
+                   for v in VENDORS)
 # The environment a holder's line reports (Slurm's job, torchrun's rank).
 ENV_NAMES = ("SLURM_JOB_ID", "LOCAL_RANK", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID")
 COMMAND_CHARS = 200
@@ -60,7 +60,7 @@ def _cards(fd_dir):
             target = os.readlink(os.path.join(fd_dir, fd))
         except OSError:
             continue
-        for _vendor, prefix, pattern in CARD_FILES:
+        for prefix, pattern in CARD_FILES:
             m = pattern.match(target)
             if m:
                 found["%s%s" % (prefix, m.group(1))] = int(m.group(1))
@@ -146,9 +146,10 @@ def holders_state(proc_root="/proc"):
         return {"processes": [], "error": "cannot read %s: %s" % (proc_root, e)}
 
 
-def merge_listed(holders, listed):
+def merge_listed(holders, listed, prefix):
     """Add what the vendor's tool lists per card (NVIDIA: nvidia-smi's compute
-    processes, [(pid, card index, process name)]) to the holders read from /proc:
+    processes, [(pid, card index, process name)]) to the holders read from /proc,
+    naming cards as the vendor's device files (prefix: the vendor table's card_prefix):
     the tool's card attribution is exact (a CUDA process opens every
     /dev/nvidia<N>), and a pid /proc does not show (another PID namespace) is a
     holder too, with what the tool knows of it."""
@@ -160,10 +161,10 @@ def merge_listed(holders, listed):
         cards = sorted(info["cards"])
         if pid in by_pid:
             by_pid[pid]["cards"] = cards
-            by_pid[pid]["devices"] = ["nvidia%d" % i for i in cards]
+            by_pid[pid]["devices"] = ["%s%d" % (prefix, i) for i in cards]
         else:
             by_pid[pid] = {"pid": pid, "ppid": None, "user": None, "command": info["name"],
-                           "devices": ["nvidia%d" % i for i in cards], "cards": cards, "slurm_job_id": None}
+                           "devices": ["%s%d" % (prefix, i) for i in cards], "cards": cards, "slurm_job_id": None}
     return [by_pid[p] for p in sorted(by_pid)]
 
 

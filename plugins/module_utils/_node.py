@@ -19,13 +19,13 @@ import signal
 import threading
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._efsmi import (
-    ENFLAME_VENDOR_ID, EfsmiParseError, merge_summary_into_query, parse_efsmi, pci_view,
+    EfsmiParseError, merge_summary_into_query, parse_efsmi, pci_view,
 )
-from ansible_collections.gcu.topsrider.plugins.module_utils._nvsmi import NVIDIA_GPU_CLASS_PREFIX, NVIDIA_VENDOR_ID
+from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import vendor_spec
 
 C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
 PCI_ROOT = "/sys/bus/pci/devices"
-EFSMI_DIRS = ["/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/opt/tops/bin", "/usr/local/tops/bin"]
+EFSMI_DIRS = vendor_spec("enflame")["tool_dirs"]
 
 
 def read_text(path):
@@ -38,18 +38,16 @@ def read_text(path):
 
 
 def read_pci(root=PCI_ROOT, vendor="enflame"):
-    """The accelerators sysfs lists under `root` (pci_view), for `vendor` (enflame or nvidia).
-    An unreadable root gives count None and no devices."""
+    """The accelerators sysfs lists under `root` (pci_view), for `vendor` (a name
+    of the vendor table). An unreadable root gives count None and no devices."""
+    spec = vendor_spec(vendor)
     try:
         names = sorted(os.listdir(root))
     except OSError:
         return {"count": None, "device_ids": [], "bus_ids": []}
-    if vendor == "nvidia":
-        return pci_view(((n, read_text(os.path.join(root, n, "vendor")), read_text(os.path.join(root, n, "device")),
-                          read_text(os.path.join(root, n, "class"))) for n in names),
-                        vendor_id=NVIDIA_VENDOR_ID, class_prefix=NVIDIA_GPU_CLASS_PREFIX)
-    return pci_view(((n, read_text(os.path.join(root, n, "vendor")), read_text(os.path.join(root, n, "device")))
-                     for n in names), vendor_id=ENFLAME_VENDOR_ID)
+    wanted = ["vendor", "device"] + (["class"] if spec["pci_class_prefix"] else [])
+    return pci_view(([n] + [read_text(os.path.join(root, n, f)) for f in wanted] for n in names),
+                    vendor_id=spec["pci_vendor_id"], class_prefix=spec["pci_class_prefix"])
 
 
 # How long efsmi or nvidia-smi may take before it counts as hung (a wedged

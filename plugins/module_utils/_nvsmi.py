@@ -29,11 +29,6 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._efsmi import (
     CARD_KEYS, first_lines, normalize_bus_id, normalize_newlines, repeated_index,
 )
 
-NVIDIA_VENDOR_ID = "10de"
-# PCI class of the GPU functions (0x0300 VGA, 0x0302 3D controller); the
-# NVSwitches of an HGX board (0x0680) and the HDMI audio function of a
-# workstation card (0x0403) share the vendor id and are not GPUs.
-NVIDIA_GPU_CLASS_PREFIX = "0x03"
 
 # What gcu_devices asks for. Every field is one that drivers of the last years
 # accept (an unknown field makes nvidia-smi refuse the whole query); the

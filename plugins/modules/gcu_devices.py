@@ -342,202 +342,16 @@ nvidia_smi:
   sample: /usr/bin/nvidia-smi
 """
 
-import glob
-import os
-import re
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gcu.topsrider.plugins.module_utils._efsmi import check_expectations
-from ansible_collections.gcu.topsrider.plugins.module_utils._holders import card_holders, merge_listed, read_processes
-from ansible_collections.gcu.topsrider.plugins.module_utils._node import (
-    EFSMI_DIRS, PCI_ROOT, query_then_summary, read_efsmi, read_pci, run_c, timeout_message,
-)
-from ansible_collections.gcu.topsrider.plugins.module_utils._nvsmi import (
-    COMPUTE_APPS_FIELDS, QUERY_GPU_FIELDS, NvsmiParseError, attach_processes, parse_compute_apps, parse_query_gpu,
-)
-
-DRIVER_VERSION_FILE = "/sys/module/enflame/version"
-DRIVER_MODULE_DIR = "/sys/module/enflame"
-DEV_GLOB = "/dev/gcu*"
-NV_DRIVER_VERSION_FILE = "/sys/module/nvidia/version"
-NV_DRIVER_MODULE_DIR = "/sys/module/nvidia"
-NV_DEV_GLOB = "/dev/nvidia*"
-NVIDIA_SMI_DIRS = ["/usr/bin", "/usr/local/nvidia/bin", "/usr/local/bin", "/usr/sbin", "/opt/nvidia/bin"]
-
-
-def _node_facts(module_dir, kernel_module, dev_glob, ctl, is_card, no_cards):
-    """What the node shows of a driver, for the failure text only: in containers
-    (the simulator) none of these exist, so absence alone fails nothing."""
-    facts = []
-    if not os.path.isdir(module_dir):
-        facts.append("%s is missing (the %s kernel module is not loaded)" % (module_dir, kernel_module))
-    nodes = sorted(glob.glob(dev_glob))
-    if not any(os.path.basename(n) == ctl for n in nodes):
-        facts.append("/dev/%s is missing" % ctl)
-    cards = [n for n in nodes if is_card(os.path.basename(n))]
-    facts.append("device nodes: %s" % (", ".join(cards) if cards else no_cards))
-    return "; ".join(facts)
-
-
-def driver_hint():
-    facts = _node_facts(DRIVER_MODULE_DIR, "enflame", DEV_GLOB, "gcuctl", lambda n: n != "gcuctl",
-                        "no /dev/gcu[0-9]*")
-    return ("Hint: load the driver (`modprobe enflame`, or reinstall the Enflame driver package for "
-            "the running kernel), check `dmesg | grep -i enflame`, and that /dev/gcuctl and /dev/gcu* exist. "
-            "On this node: %s." % facts)
-
-
-def nvidia_driver_hint():
-    facts = _node_facts(NV_DRIVER_MODULE_DIR, "nvidia", NV_DEV_GLOB, "nvidiactl",
-                        lambda n: re.match(r"^nvidia\d+$", n), "no /dev/nvidia[0-9]*")
-    return ("Hint: load the driver (`modprobe nvidia`, or reinstall the NVIDIA driver for the running kernel), "
-            "check `dmesg | grep -i -e NVRM -e Xid`, and that /dev/nvidiactl and /dev/nvidia[0-9]* exist. "
-            "On this node: %s." % facts)
-
-
-def read_driver_version(path=None):
-    try:
-        with open(path or DRIVER_VERSION_FILE) as f:
-            return f.read().strip() or None
-    except (IOError, OSError):
-        return None
-
-
-def fail_timeout(module, r, hint):
-    """Fail on a tool run that was killed at its timeout."""
-    module.fail_json(msg="%s. %s" % (timeout_message(r), hint), cmd=r["cmd"], rc=r["rc"], stdout=r["stdout"],
-                     stderr=r["stderr"], timeout=r["timeout"], problems=[])
-
-
-def fail_rc(module, r, also=None):
-    """Fail on an efsmi run that exited non-zero, with the driver hint."""
-    msg = "`%s` failed (rc=%d): %s. %s" % (r["cmd"], r["rc"], (r["stderr"] or r["stdout"] or "").strip()
-                                           or "no output", driver_hint())
-    if also:
-        msg += " (%s)" % also
-    module.fail_json(msg=msg, cmd=r["cmd"], rc=r["rc"], stdout=r["stdout"], stderr=r["stderr"], problems=[])
-
-
-def collect(module, efsmi, source, timeout):
-    """Run efsmi as source says; returns (parsed, used source, warnings) or fails."""
-    warnings = []
-    if source in ("query", "summary"):
-        r = read_efsmi(module, efsmi, source, timeout)
-        if r["timed_out"]:
-            fail_timeout(module, r, driver_hint())
-        if r["rc"] != 0:
-            fail_rc(module, r)
-        if r["error"] is not None:
-            module.fail_json(msg="`%s`: %s" % (r["cmd"], r["error"]), cmd=r["cmd"], rc=r["rc"], stdout=r["stdout"],
-                             stderr=r["stderr"], problems=[])
-        return r["parsed"], source, warnings
-    # auto: -q first (with the summary table merged in, best effort), the summary table as fall-back
-    parsed, used, q, s = query_then_summary(module, efsmi, merge=True, timeout=timeout)
-    if used == "query":
-        return parsed, used, warnings
-    for r in (q, s):
-        if r is not None and r["timed_out"]:
-            fail_timeout(module, r, driver_hint())
-    q_error = q["error"]
-    if s["rc"] != 0:
-        fail_rc(module, s, also="`%s` before it: rc=%d, %s" % (
-            q["cmd"], q["rc"], (q["stderr"] or "").strip() or q_error or "no stderr"))
-    if s["error"] is not None:
-        module.fail_json(msg="`%s`: %s. `%s` before it: %s" % (
-            s["cmd"], s["error"], q["cmd"], q_error or "rc=%d, %s" % (q["rc"], (q["stderr"] or "").strip())),
-            cmd=s["cmd"], rc=s["rc"], stdout=s["stdout"], stderr=s["stderr"], problems=[])
-    warnings.append("`%s` was not usable (%s); read the summary table instead, which has no health "
-                    "or memory-used columns" % (q["cmd"], q_error.split(". First lines", 1)[0] if q_error
-                                                else "rc=%d" % q["rc"]))
-    return parsed, "summary", warnings
-
-
-def collect_nvidia(module, nvidia_smi, timeout):
-    """Run the two nvidia-smi queries; returns (parsed, warnings) or fails."""
-    warnings = []
-    argv = [nvidia_smi, "--query-gpu=" + ",".join(QUERY_GPU_FIELDS), "--format=csv,noheader,nounits"]
-    cmd = " ".join(argv)
-    r = run_c(module, argv, timeout=timeout)
-    if r["timed_out"]:
-        fail_timeout(module, r, nvidia_driver_hint())
-    rc, out, err = r["rc"], r["stdout"], r["stderr"]
-    if rc != 0:
-        detail = (err or out or "").strip() or "no output"
-        module.fail_json(msg="`%s` failed (rc=%d): %s. %s" % (cmd, rc, detail, nvidia_driver_hint()),
-                         cmd=cmd, rc=rc, stdout=out, stderr=err, problems=[])
-    try:
-        parsed = parse_query_gpu(out, QUERY_GPU_FIELDS)
-    except NvsmiParseError as e:
-        module.fail_json(msg="`%s`: %s" % (cmd, e), cmd=cmd, rc=rc, stdout=out, stderr=err, problems=[])
-    # Which process runs on which GPU. Best effort: without it the cards are still
-    # known, so a failure here warns and leaves processes null.
-    apps_argv = [nvidia_smi, "--query-compute-apps=" + ",".join(COMPUTE_APPS_FIELDS), "--format=csv,noheader,nounits"]
-    a = run_c(module, apps_argv, timeout=timeout)
-    if a["timed_out"]:
-        fail_timeout(module, a, nvidia_driver_hint())
-    arc, aout, aerr = a["rc"], a["stdout"], a["stderr"]
-    apps = None
-    if arc != 0:
-        warnings.append("`%s` failed (rc=%d): %s; processes per GPU are unknown (null)" % (
-            " ".join(apps_argv), arc, (aerr or aout or "").strip() or "no output"))
-    else:
-        try:
-            apps = parse_compute_apps(aout, COMPUTE_APPS_FIELDS)
-        except NvsmiParseError as e:
-            warnings.append("`%s`: %s; processes per GPU are unknown (null)" % (" ".join(apps_argv), e))
-    cards, unmatched = attach_processes(parsed["cards"], apps)
-    if unmatched:
-        warnings.append("nvidia-smi lists process(es) on GPU UUIDs that --query-gpu did not: %s" % ", ".join(
-            "pid %d on %s" % (a["pid"], a["gpu_uuid"]) for a in unmatched))
-    parsed = dict(parsed, cards=cards)
-    return parsed, warnings
-
-
-def executable(path):
-    return os.path.isfile(path) and os.access(path, os.X_OK)
-
-
-def find_tool(module, vendor):
-    """(vendor, binary path) for the vendor asked for, or the one auto finds; fails when none."""
-    p = module.params
-    efsmi_missing = ("efsmi not found in PATH or %s: the Enflame driver package (which ships efsmi) is not "
-                     "installed, or efsmi lives elsewhere (set efsmi_path)" % ", ".join(EFSMI_DIRS))
-    nvsmi_missing = ("nvidia-smi not found in PATH or %s: the NVIDIA driver (which ships nvidia-smi) is not "
-                     "installed, or nvidia-smi lives elsewhere (set nvidia_smi_path)" % ", ".join(NVIDIA_SMI_DIRS))
-    if p["efsmi_path"]:
-        if not executable(p["efsmi_path"]):
-            module.fail_json(msg="efsmi_path %s is not an executable file. %s" % (p["efsmi_path"], driver_hint()),
-                             problems=[])
-        return "enflame", p["efsmi_path"]
-    if p["nvidia_smi_path"]:
-        if not executable(p["nvidia_smi_path"]):
-            module.fail_json(msg="nvidia_smi_path %s is not an executable file. %s" % (
-                p["nvidia_smi_path"], nvidia_driver_hint()), problems=[])
-        return "nvidia", p["nvidia_smi_path"]
-    # required=False on purpose: a missing tool gets the failures below, with the hint
-    # on what to install and check, instead of get_bin_path's generic message.
-    if vendor in ("auto", "enflame"):
-        efsmi = module.get_bin_path("efsmi", required=False, opt_dirs=EFSMI_DIRS)
-        if efsmi:
-            return "enflame", efsmi
-        if vendor == "enflame":
-            module.fail_json(msg="%s. %s" % (efsmi_missing, driver_hint()), problems=[])
-    nvidia_smi = module.get_bin_path("nvidia-smi", required=False, opt_dirs=NVIDIA_SMI_DIRS)
-    if nvidia_smi:
-        return "nvidia", nvidia_smi
-    if vendor == "nvidia":
-        module.fail_json(msg="%s. %s" % (nvsmi_missing, nvidia_driver_hint()), problems=[])
-    module.fail_json(msg="neither efsmi nor nvidia-smi found (vendor=auto). %s; %s (NVIDIA nodes). %s" % (
-        efsmi_missing, nvsmi_missing, driver_hint()), problems=[])
+from ansible_collections.gcu.topsrider.plugins.module_utils._cards import run
+from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import NAMES, VENDORS
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            vendor=dict(type="str", default="auto", choices=["auto", "enflame", "nvidia"]),
+            vendor=dict(type="str", default="auto", choices=["auto"] + list(NAMES)),
             source=dict(type="str", default="auto", choices=["auto", "query", "summary"]),
-            efsmi_path=dict(type="path"),
-            nvidia_smi_path=dict(type="path"),
             expected_count=dict(type="int"),
             require_healthy=dict(type="bool", default=False),
             max_temperature=dict(type="int"),
@@ -545,69 +359,13 @@ def main():
             processes=dict(type="bool", default=False),
             process_match=dict(type="str"),
             timeout=dict(type="int", default=60),
+            # the path of each vendor's tool (efsmi_path, nvidia_smi_path), at most one
+            **dict((v["tool_option"], dict(type="path")) for v in VENDORS)
         ),
-        mutually_exclusive=[("efsmi_path", "nvidia_smi_path")],
+        mutually_exclusive=[tuple(v["tool_option"] for v in VENDORS)],
         supports_check_mode=True,
     )
-    p = module.params
-    if p["expected_count"] is not None and p["expected_count"] < 0:
-        module.fail_json(msg="expected_count must be 0 or more, got %d" % p["expected_count"], problems=[])
-    if p["timeout"] < 1:
-        module.fail_json(msg="timeout must be 1 second or more, got %d" % p["timeout"], problems=[])
-    if p["min_utilization"] is not None and not 0 <= p["min_utilization"] < 100:
-        module.fail_json(msg="min_utilization is a percentage in [0, 100), got %s" % p["min_utilization"],
-                         problems=[])
-    try:
-        match = re.compile(p["process_match"]) if p["process_match"] else None
-    except re.error as e:
-        module.fail_json(msg="process_match is not a regular expression: %s" % e, problems=[])
-    if p["vendor"] == "nvidia" and p["efsmi_path"] or p["vendor"] == "enflame" and p["nvidia_smi_path"]:
-        module.fail_json(msg="vendor=%s does not go with %s" % (
-            p["vendor"], "efsmi_path" if p["efsmi_path"] else "nvidia_smi_path"), problems=[])
-
-    vendor, tool = find_tool(module, p["vendor"])
-    if vendor == "nvidia":
-        if p["source"] != "auto":
-            module.fail_json(msg="source=%s reads efsmi output; this node is read with nvidia-smi (vendor=%s), "
-                                 "leave source unset" % (p["source"], p["vendor"]), problems=[])
-        parsed, warnings = collect_nvidia(module, tool, p["timeout"])
-        used = "query-gpu"
-        driver_version = parsed.get("driver_version") or read_driver_version(NV_DRIVER_VERSION_FILE)
-    else:
-        parsed, used, warnings = collect(module, tool, p["source"], p["timeout"])
-        driver_version = read_driver_version() or parsed.get("driver_version")
-    cards = sorted(parsed["cards"], key=lambda c: c["index"])
-    pci = read_pci(PCI_ROOT, vendor)
-    problems, notes = check_expectations(
-        cards, pci, expected_count=p["expected_count"], require_healthy=p["require_healthy"],
-        max_temperature=p["max_temperature"], min_utilization=p["min_utilization"], vendor=vendor)
-    for w in warnings + notes:
-        module.warn(w)
-
-    try:
-        procs = read_processes(match=match)
-    except OSError as e:
-        module.fail_json(msg="cannot read /proc to tell who uses the cards: %s" % e, problems=[])
-    holders = card_holders(procs)
-    if vendor == "nvidia":
-        holders = merge_listed(holders, [(a["pid"], c["index"], a.get("process_name"))
-                                         for c in cards for a in c.get("processes") or []])
-    facts = {
-        "gcu_holders": holders,
-        "gcu_vendor": vendor,
-        "gcu_devices": cards,
-        "gcu_device_count": len(cards),
-        "gcu_driver_version": driver_version,
-        "gcu_efsmi_version": parsed.get("efsmi_version"),
-        "gcu_pci_devices": pci,
-    }
-    result = dict(changed=False, ansible_facts=facts, problems=problems, source=used)
-    if p["processes"]:
-        result["processes"] = procs
-    result["efsmi" if vendor == "enflame" else "nvidia_smi"] = tool
-    if problems:
-        module.fail_json(msg="gcu_devices: %d problem(s): %s" % (len(problems), " | ".join(problems)), **result)
-    module.exit_json(**result)
+    run(module)
 
 
 if __name__ == "__main__":

@@ -96,8 +96,8 @@ def load_config(path):
     if unknown:
         raise ConfigError("%s: unknown keys %s" % (path, ", ".join(unknown)))
     cfg.update(data)
-    if cfg["vendor"] not in ("enflame", "nvidia"):
-        raise ConfigError("vendor must be enflame or nvidia, got %r" % (cfg["vendor"],))
+    if cfg["vendor"] not in CARD_READERS:
+        raise ConfigError("vendor must be %s, got %r" % (" or ".join(sorted(CARD_READERS)), cfg["vendor"]))
     if not isinstance(cfg["expected_cards"], int) or cfg["expected_cards"] < 1:
         raise ConfigError("expected_cards must be a whole number >= 1, got %r" % (cfg["expected_cards"],))
     share = cfg["max_drain_share"]
@@ -169,30 +169,32 @@ def parse_nvidia_query(text):
     return cards
 
 
+# How the gate reads each vendor's cards: the config key of the tool's path,
+# its arguments, the command's name in problems, the parser ({index: healthy}),
+# and a card's name in problems.
+# The rest of the vendor's values come from the role (the collection's vendor
+# table, plugins/module_utils/_vendors.py); this is what only the gate needs.
+CARD_READERS = {
+    "enflame": {"tool": "efsmi", "args": ["-q"], "says": "efsmi -q", "parse": parse_efsmi_query, "card": "gcu"},
+    "nvidia": {"tool": "nvidia_smi", "args": ["--query-gpu=index,ecc.errors.uncorrected.volatile.total",
+                                              "--format=csv,noheader,nounits"],
+               "says": "nvidia-smi", "parse": parse_nvidia_query, "card": "gpu"},
+}
+
+
 def check_cards(cfg, clock, runner=subprocess.run):
     """Problems of the driver and the cards (a list of short texts)."""
     t = cfg["command_timeout_s"]
-    if cfg["vendor"] == "enflame":
-        tool = cfg["efsmi"]
-        rc, out, err = run_command([tool, "-q"], clock, t, runner)
-        if rc == 127:
-            return ["driver not loaded: %s not found" % tool]
-        if rc != 0:
-            why = first_line(err) or first_line(out)
-            return ["driver not loaded: efsmi -q failed (rc=%d%s)" % (rc, ": " + why if why else "")]
-        cards = parse_efsmi_query(out)
-        name = "gcu"
-    else:
-        tool = cfg["nvidia_smi"]
-        rc, out, err = run_command([tool, "--query-gpu=index,ecc.errors.uncorrected.volatile.total",
-                                    "--format=csv,noheader,nounits"], clock, t, runner)
-        if rc == 127:
-            return ["driver not loaded: %s not found" % tool]
-        if rc != 0:
-            why = first_line(err) or first_line(out)
-            return ["driver not loaded: nvidia-smi failed (rc=%d%s)" % (rc, ": " + why if why else "")]
-        cards = parse_nvidia_query(out)
-        name = "gpu"
+    reader = CARD_READERS[cfg["vendor"]]
+    tool = cfg[reader["tool"]]
+    rc, out, err = run_command([tool] + reader["args"], clock, t, runner)
+    if rc == 127:
+        return ["driver not loaded: %s not found" % tool]
+    if rc != 0:
+        why = first_line(err) or first_line(out)
+        return ["driver not loaded: %s failed (rc=%d%s)" % (reader["says"], rc, ": " + why if why else "")]
+    cards = reader["parse"](out)
+    name = reader["card"]
     problems = []
     if len(cards) != cfg["expected_cards"]:
         problems.append("%d of %d cards seen" % (len(cards), cfg["expected_cards"]))

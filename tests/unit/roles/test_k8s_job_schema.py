@@ -1,7 +1,7 @@
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """dist_launch's k8s-job.yaml, rendered with the real role template and the
-role's own defaults (by ansible's template module on localhost), validated
+role's own defaults and vars (by ansible's template module on localhost), validated
 against the Kubernetes API schemas, offline and strict (kubernetes-validate
 ships the schemas: an unknown field is an error, not a silent drop), for both
 vendors. Rendering alone would accept a misspelt field that kubectl refuses."""
@@ -39,7 +39,8 @@ def render_job(tmp_path, vendor):
     dest = tmp_path / "k8s-job.yaml"
     argv = [ANSIBLE, "localhost", "-c", "local", "-i", "localhost,", "-m", "ansible.builtin.template",
             "-a", "src=%s dest=%s" % (os.path.join(ROLE, "templates", "k8s-job.yaml.j2"), dest),
-            "-e", "@%s" % os.path.join(ROLE, "defaults", "main.yml"), "-e", "@%s" % vars_file,
+            "-e", "@%s" % os.path.join(ROLE, "defaults", "main.yml"), "-e", "@%s" % os.path.join(ROLE, "vars", "main.yml"),
+            "-e", "@%s" % vars_file,
             "-e", "ansible_python_interpreter=%s" % sys.executable]
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.minimal", ANSIBLE_DEPRECATION_WARNINGS="0")
     proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=120, check=False)

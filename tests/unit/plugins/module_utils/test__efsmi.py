@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from ansible_collections.gcu.topsrider.plugins.module_utils import _efsmi as E
+from ansible_collections.gcu.topsrider.plugins.module_utils._card_checks import check_expectations, format_indexes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
@@ -282,14 +283,14 @@ def test_merge_summary_into_query():
 def test_pci_view():
     entries = [("0000:3d:00.0", "0x1e36\n", "0x0021\n"), ("0000:00:1f.0", "0x8086", "0xa123"),
                ("0000:3e:00.0", "0x1E36", "0x0022"), ("0000:17:00.0", None, None)]
-    assert E.pci_view(entries) == {"count": 2, "device_ids": ["0021", "0022"],
-                                   "bus_ids": ["0000:3d:00.0", "0000:3e:00.0"]}
-    assert E.pci_view([]) == {"count": 0, "device_ids": [], "bus_ids": []}
+    assert E.pci_view(entries, "1e36") == {"count": 2, "device_ids": ["0021", "0022"],
+                                           "bus_ids": ["0000:3d:00.0", "0000:3e:00.0"]}
+    assert E.pci_view([], "1e36") == {"count": 0, "device_ids": [], "bus_ids": []}
 
 
 @pytest.mark.parametrize("idx,text", [([1, 2, 3, 4, 5, 6, 7], "1-7"), ([0, 2, 3, 7], "0, 2-3, 7"), ([], ""), ([5], "5")])
 def test_format_indexes(idx, text):
-    assert E.format_indexes(idx) == text
+    assert format_indexes(idx) == text
 
 
 PCI8 = {"count": 8, "device_ids": ["0021"] * 8, "bus_ids": T20_BUS}
@@ -320,7 +321,7 @@ CHECKS = [
 
 @pytest.mark.parametrize("name,kwargs,pci,problems,notes", CHECKS)
 def test_check_expectations(name, kwargs, pci, problems, notes):
-    got, got_notes = E.check_expectations(parse(name)["cards"], pci, **kwargs)
+    got, got_notes = check_expectations(parse(name)["cards"], pci, **kwargs)
     assert len(got) == len(problems), got
     for text, needles in zip(got, problems):
         for needle in needles:
@@ -394,9 +395,9 @@ def test_simulator_state_changes_reach_the_parser(tmp_path):
     assert [c["health"] for c in cards] == [True, True, False, True, True, True, True]
     assert cards[0]["utilization_pct"] == 91.0
     assert sorted(os.listdir(str(tmp_path / "pci"))) == T20_BUS
-    pci = E.pci_view((n, open(str(tmp_path / "pci" / n / "vendor")).read(),
-                      open(str(tmp_path / "pci" / n / "device")).read()) for n in T20_BUS)
-    problems = E.check_expectations(cards, pci, expected_count=8)[0]
+    pci = E.pci_view([(n, open(str(tmp_path / "pci" / n / "vendor")).read(),
+                       open(str(tmp_path / "pci" / n / "device")).read()) for n in T20_BUS], "1e36")
+    problems = check_expectations(cards, pci, expected_count=8)[0]
     assert "not seen by the driver: 0000:b5:00.0" in problems[0]
 
 

@@ -79,7 +79,7 @@ def test_nvidia_smi_processes_merge_in(tmp_path):
     fake_proc(tmp_path, 50, 1, ["python", "train.py"], {}, ["/dev/nvidia%d" % i for i in range(4)] + ["/dev/nvidiactl"])
     holders = _holders.card_holders(_holders.read_processes(str(tmp_path)))
     assert holders[0]["cards"] == [0, 1, 2, 3]
-    merged = _holders.merge_listed(holders, [(50, 2, "python"), (9999, 5, "/usr/bin/other")])
+    merged = _holders.merge_listed(holders, [(50, 2, "python"), (9999, 5, "/usr/bin/other")], "nvidia")
     assert [(h["pid"], h["cards"], h["devices"], h["command"]) for h in merged] == [
         (50, [2], ["nvidia2"], "python train.py"), (9999, [5], ["nvidia5"], "/usr/bin/other")]
 

@@ -5,11 +5,12 @@ import os
 
 import pytest
 
-from ansible_collections.gcu.topsrider.plugins.module_utils import _efsmi, _nvsmi
+from ansible_collections.gcu.topsrider.plugins.module_utils import _card_checks, _efsmi
 from ansible_collections.gcu.topsrider.plugins.module_utils._nvsmi import (
     COMPUTE_APPS_FIELDS, NVIDIA_EXTRA_KEYS, QUERY_GPU_FIELDS, NvsmiParseError, attach_processes,
     is_placeholder, parse_compute_apps, parse_device_id, parse_query_gpu,
 )
+from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import vendor_spec
 
 from conftest import FIXTURES
 
@@ -219,8 +220,8 @@ def test_attach_processes_by_uuid():
 # check_expectations words NVIDIA GPUs as GPUs and keeps the GCU wording for Enflame.
 def test_expectations_say_gpu_for_nvidia():
     cards = parse_query_gpu(fixture("synth-hgx8-query-one-busy.csv"))["cards"]
-    problems, notes = _efsmi.check_expectations(cards, {"count": 8, "bus_ids": [c["bus_id"] for c in cards]},
-                                                min_utilization=10, vendor="nvidia")
+    problems, notes = _card_checks.check_expectations(cards, {"count": 8, "bus_ids": [c["bus_id"] for c in cards]},
+                                                      min_utilization=10, vendor="nvidia")
     assert problems == ["7 of 8 GPUs not busy (utilization <= 10%): cards 1-7 sleeping, only card(s) 0 working; was "
                         "the job started as one process? Launch one process per card (e.g. torchrun "
                         "--nproc_per_node=8) and check CUDA_VISIBLE_DEVICES"]
@@ -229,11 +230,11 @@ def test_expectations_say_gpu_for_nvidia():
 
 def test_expectations_unhealthy_and_mig():
     cards = parse_query_gpu(fixture("synth-h100x4-query-ecc-error.csv"))["cards"]
-    problems, _notes = _efsmi.check_expectations(cards, None, require_healthy=True, vendor="nvidia")
+    problems, _notes = _card_checks.check_expectations(cards, None, require_healthy=True, vendor="nvidia")
     assert problems[0].startswith("unhealthy GPU(s): GPU 2 (0000:3a:00.0, serial 1652500000102), GPU 3 (")
     assert "nvidia-smi -q -d ECC" in problems[0] and "efsmi" not in problems[0]
     mig = parse_query_gpu(fixture("synth-a100x2-query-mig.csv"))["cards"]
-    problems, _notes = _efsmi.check_expectations(mig, None, min_utilization=10, vendor="nvidia")
+    problems, _notes = _card_checks.check_expectations(mig, None, min_utilization=10, vendor="nvidia")
     assert "1 of 2 GPUs not busy" in problems[0] and "MIG is enabled on GPU(s) 1" in problems[0]
 
 
@@ -241,5 +242,6 @@ def test_nvidia_pci_view_counts_gpus_only():
     entries = [("0000:18:00.0", "0x10de", "0x2330", "0x030200"), ("0000:05:00.0", "0x10de", "0x22a3", "0x068000"),
                ("0000:01:00.1", "0x10de", "0x22ba", "0x040300"), ("0000:00:1f.0", "0x8086", "0x1234", "0x060100"),
                ("0000:2a:00.0", "0x10de", "0x2330", "0x030200\n")]
-    view = _efsmi.pci_view(entries, vendor_id=_nvsmi.NVIDIA_VENDOR_ID, class_prefix=_nvsmi.NVIDIA_GPU_CLASS_PREFIX)
+    nv = vendor_spec("nvidia")
+    view = _efsmi.pci_view(entries, vendor_id=nv["pci_vendor_id"], class_prefix=nv["pci_class_prefix"])
     assert view == {"count": 2, "device_ids": ["2330", "2330"], "bus_ids": ["0000:18:00.0", "0000:2a:00.0"]}

@@ -6,6 +6,7 @@ import os
 import pytest
 
 from ansible.module_utils import basic
+from ansible_collections.gcu.topsrider.plugins.module_utils import _cards
 from ansible_collections.gcu.topsrider.plugins.modules import gcu_devices
 
 from utils import AnsibleExitJson, AnsibleFailJson, exit_json, fail_json, set_module_args
@@ -52,10 +53,9 @@ def env(monkeypatch, tmp_path):
         d.mkdir()
         (d / "vendor").write_text(u"0x8086\n" if name.startswith("0000:00") else u"0x1e36\n")
         (d / "device").write_text(u"0x0021\n")
-    monkeypatch.setattr(gcu_devices, "PCI_ROOT", str(pci))
-    monkeypatch.setattr(gcu_devices, "DRIVER_VERSION_FILE", str(tmp_path / "no-such-version"))
-    monkeypatch.setattr(gcu_devices, "DRIVER_MODULE_DIR", str(tmp_path / "no-enflame"))
-    monkeypatch.setattr(gcu_devices, "DEV_GLOB", str(tmp_path / "dev" / "gcu*"))
+    monkeypatch.setattr(_cards, "PCI_ROOT", str(pci))
+    monkeypatch.setattr(_cards, "SYS_MODULE_ROOT", str(tmp_path / "no-sys-module"))
+    monkeypatch.setattr(_cards, "DEV_ROOT", str(tmp_path / "dev"))
 
     def run(args, table, bin_path=EFSMI):
         runner = Runner(table)
@@ -134,9 +134,9 @@ def test_firmware_merged_from_table_when_cards_match(env):
 
 
 def test_driver_version_from_sysfs_wins(env, monkeypatch):
-    vf = env.tmp_path / "version"
-    vf.write_text(u"2.5.0\n")
-    monkeypatch.setattr(gcu_devices, "DRIVER_VERSION_FILE", str(vf))
+    (env.tmp_path / "sys-module" / "enflame").mkdir(parents=True)
+    (env.tmp_path / "sys-module" / "enflame" / "version").write_text(u"2.5.0\n")
+    monkeypatch.setattr(_cards, "SYS_MODULE_ROOT", str(env.tmp_path / "sys-module"))
     res = env({"source": "summary"}, {(): ok(fixture(IDLE))})
     assert res["ansible_facts"]["gcu_driver_version"] == "2.5.0"
 
@@ -246,7 +246,7 @@ def test_bad_arguments(env, args, needle):
 
 
 def test_pci_unreadable(env, monkeypatch):
-    monkeypatch.setattr(gcu_devices, "PCI_ROOT", str(env.tmp_path / "missing"))
+    monkeypatch.setattr(_cards, "PCI_ROOT", str(env.tmp_path / "missing"))
     res = env({"source": "summary", "expected_count": 8}, {(): ok(fixture(IDLE))})
     assert res["ansible_facts"]["gcu_pci_devices"] == {"count": None, "device_ids": [], "bus_ids": []}
     assert "failed" not in res

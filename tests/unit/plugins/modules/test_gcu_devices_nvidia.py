@@ -7,6 +7,8 @@ import pytest
 
 from ansible.module_utils import basic
 from ansible_collections.gcu.topsrider.plugins.module_utils._nvsmi import COMPUTE_APPS_FIELDS, QUERY_GPU_FIELDS
+from ansible_collections.gcu.topsrider.plugins.module_utils import _cards
+from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import vendor_spec
 from ansible_collections.gcu.topsrider.plugins.modules import gcu_devices
 
 from conftest import FIXTURES
@@ -51,13 +53,9 @@ def env(monkeypatch, tmp_path):
         (d / "vendor").write_text(u"%s\n" % vendor)
         (d / "device").write_text(u"%s\n" % device)
         (d / "class").write_text(u"%s\n" % cls)
-    monkeypatch.setattr(gcu_devices, "PCI_ROOT", str(pci))
-    for const in ("DRIVER_VERSION_FILE", "NV_DRIVER_VERSION_FILE"):
-        monkeypatch.setattr(gcu_devices, const, str(tmp_path / "no-such-version"))
-    monkeypatch.setattr(gcu_devices, "DRIVER_MODULE_DIR", str(tmp_path / "no-enflame"))
-    monkeypatch.setattr(gcu_devices, "NV_DRIVER_MODULE_DIR", str(tmp_path / "no-nvidia"))
-    monkeypatch.setattr(gcu_devices, "DEV_GLOB", str(tmp_path / "dev" / "gcu*"))
-    monkeypatch.setattr(gcu_devices, "NV_DEV_GLOB", str(tmp_path / "dev" / "nvidia*"))
+    monkeypatch.setattr(_cards, "PCI_ROOT", str(pci))
+    monkeypatch.setattr(_cards, "SYS_MODULE_ROOT", str(tmp_path / "no-sys-module"))
+    monkeypatch.setattr(_cards, "DEV_ROOT", str(tmp_path / "dev"))
 
     def run(args, table, tools=None):
         """tools: tool name -> path get_bin_path finds (default: nvidia-smi only)."""
@@ -161,7 +159,7 @@ def test_real_h100_sample_through_the_module(env, monkeypatch):
     at = readme.index("Field order of the query files: ") + len("Field order of the query files: ")
     CAPTURE_FIELDS = tuple(f.strip() for f in readme[at:readme.index(".", readme.index(" count", at))].split(","))
     assert len(CAPTURE_FIELDS) == 29 and CAPTURE_FIELDS[-1] == "count"
-    monkeypatch.setattr(gcu_devices, "QUERY_GPU_FIELDS", CAPTURE_FIELDS)
+    monkeypatch.setattr(_cards, "QUERY_GPU_FIELDS", CAPTURE_FIELDS)
     query = ("--query-gpu=" + ",".join(CAPTURE_FIELDS), "--format=csv,noheader,nounits")
     apps = "453, GPU-5a1e0c9d-1111-4e2f-9a3b-0c0ffee00001, 2042, /opt/torch/.venv/bin/python3\n"
     res = env({"expected_count": 1, "min_utilization": 90, "require_healthy": True},
@@ -232,8 +230,8 @@ def test_auto_prefers_efsmi(env):
 def test_lookup_dirs(env):
     env({}, ALL_BUSY)
     res = env({"vendor": "nvidia"}, ALL_BUSY)
-    assert res["_lookups"] == [("nvidia-smi", tuple(gcu_devices.NVIDIA_SMI_DIRS))]
-    assert "/usr/local/nvidia/bin" in gcu_devices.NVIDIA_SMI_DIRS and "/usr/bin" in gcu_devices.NVIDIA_SMI_DIRS
+    assert res["_lookups"] == [("nvidia-smi", tuple(vendor_spec("nvidia")["tool_dirs"]))]
+    assert "/usr/local/nvidia/bin" in vendor_spec("nvidia")["tool_dirs"] and "/usr/bin" in vendor_spec("nvidia")["tool_dirs"]
 
 
 MISSING = [

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from ansible.module_utils import basic
-from ansible_collections.gcu.topsrider.plugins.module_utils import _node
+from ansible_collections.gcu.topsrider.plugins.module_utils import _cards, _node
 from ansible_collections.gcu.topsrider.plugins.modules import gcu_devices, topsrider_state
 
 from utils import AnsibleExitJson, AnsibleFailJson, exit_json, fail_json, set_module_args
@@ -31,9 +31,9 @@ def tool(tmp_path, name, text=HANG):
 def patched(monkeypatch, tmp_path):
     monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
     monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
-    monkeypatch.setattr(gcu_devices, "PCI_ROOT", str(tmp_path / "no-pci"))
-    monkeypatch.setattr(gcu_devices, "DRIVER_MODULE_DIR", str(tmp_path / "no-enflame"))
-    monkeypatch.setattr(gcu_devices, "DEV_GLOB", str(tmp_path / "dev" / "gcu*"))
+    monkeypatch.setattr(_cards, "PCI_ROOT", str(tmp_path / "no-pci"))
+    monkeypatch.setattr(_cards, "SYS_MODULE_ROOT", str(tmp_path / "no-sys-module"))
+    monkeypatch.setattr(_cards, "DEV_ROOT", str(tmp_path / "dev"))
     monkeypatch.setattr(topsrider_state, "PCI_ROOT", str(tmp_path / "no-pci"))
 
 

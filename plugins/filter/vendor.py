@@ -1,0 +1,21 @@
+# -*- coding: utf-8 -*-
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The vendor table (plugins/module_utils/_vendors.py) for YAML: a vendor's
+row by its name; an unknown name fails the task. A thin wrapper."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import VendorError, vendor_spec
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
+
+
+def topsrider_vendor(name):
+    """The row of vendor `name`."""
+    return vendor_spec(name)
+
+
+class FilterModule(object):
+    def filters(self):
+        return guarded_filters({"topsrider_vendor": topsrider_vendor}, (VendorError,))
