@@ -12,7 +12,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._truth import (
-    freeze_torch_gcu, restore_expected, snapshot_needs, state_differences, value_problems,
+    freeze_torch_gcu, restore_expected, run_id, snapshot_needs, state_differences, value_problems,
 )
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
 
@@ -37,6 +37,8 @@ class FilterModule(object):
         return guarded_filters({
             # {label: value} | topsrider_value_problems('name'|'path'|'line') -> [problem, ...]
             "topsrider_value_problems": value_problems,
+            # '' | topsrider_run_id -> 20261125T213000Z; an operator's id is checked by the name rule
+            "topsrider_run_id": run_id,
             "topsrider_restore_expected": restore_expected,
             "topsrider_restore_actual": _restore_actual,
             "topsrider_state_differences": state_differences,

@@ -24,11 +24,11 @@ __metaclass__ = type
 import difflib
 import hashlib
 import json
-import re
 import time
 from xml.etree import ElementTree
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import torch_matches
+from ansible_collections.gcu.topsrider.plugins.module_utils._truth import run_id as checked_run_id
 
 CATEGORIES = ("package", "env", "wheel", "library", "device", "health", "unreachable")
 # The checks every reachable node gets (one JUnit test case each).
@@ -301,7 +301,7 @@ def build_report(hosts, results, run_id, now=None, meta=None, previous=None):
         status = "clean"
     summary = dict(counts, nodes=len(nodes), findings=len(findings),
                    by_category=dict((c, len([f for f in findings if f["category"] == c])) for c in CATEGORIES))
-    return {"kind": "drift", "id": run_id, "status": status, "exit_code": exit_code_for(status),
+    return {"kind": "drift", "id": safe_run_id(run_id), "status": status, "exit_code": exit_code_for(status),
             "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)), "timestamp": now,
             "desired": dict(meta or {}), "summary": summary, "nodes": nodes, "findings": findings}
 
@@ -456,11 +456,11 @@ def to_prometheus(report):
     ])
 
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.:@-]+$")
-
-
 def safe_run_id(run_id):
-    """Run ids become file names: letters, digits and _ . : @ - only."""
-    if not isinstance(run_id, str) or not _NAME_RE.match(run_id):
-        raise DriftError("run id %r may only contain letters, digits and _ . : @ -" % (run_id,))
-    return run_id
+    """Run ids become file names: the collection's one name rule (_truth.run_id); DriftError otherwise."""
+    if run_id is None or run_id == "":
+        raise DriftError("a report needs its run's id")
+    try:
+        return checked_run_id(run_id)
+    except ValueError as e:
+        raise DriftError(str(e))

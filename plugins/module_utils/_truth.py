@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import re
+import time
 
 try:
     from urllib.parse import unquote
@@ -81,6 +82,23 @@ def value_problems(values, kind):
         if problem:
             out.append("%s %s %s" % (label, _describe(value), problem))
     return out
+
+
+# The id of a run when the operator gives none: the UTC time it started.
+RUN_ID_FORMAT = "%Y%m%dT%H%M%SZ"
+
+
+def run_id(value, now=None):
+    """The id of a run (deploy, verify, rollback, drift, fabric): the operator's
+    `value` (topsrider_deploy_id, topsrider_drift_id, topsrider_fabric_id),
+    which names report and snapshot files and so follows the name rule, or,
+    for '' or None, the UTC time `now` (default: this moment) as 20261125T213000Z."""
+    if value is None or value == "":
+        return time.strftime(RUN_ID_FORMAT, time.gmtime(time.time() if now is None else float(now)))
+    problem = value_problem(value, "name")
+    if problem:
+        raise ValueError("the run id %s %s" % (_describe(value), problem))
+    return value
 
 
 # ---------------------------------------------------------------------------

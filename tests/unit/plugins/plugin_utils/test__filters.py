@@ -6,7 +6,7 @@ from collections import OrderedDict
 import pytest
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gcu.topsrider.plugins.filter import drift, fabric, report, truth
+from ansible_collections.gcu.topsrider.plugins.filter import drift, fabric, report, truth, vendor
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded, guarded_filters, plain
 
 
@@ -72,8 +72,9 @@ def test_guarded_lets_other_errors_through(arg, errors):
               "topsrider_fabric_prometheus", "topsrider_fabric_report"]),
     (report, ["topsrider_holders_text", "topsrider_report_junit", "topsrider_report_slurm",
               "topsrider_report_summary", "topsrider_report_text"]),
-    (truth, ["topsrider_restore_actual", "topsrider_restore_expected", "topsrider_snapshot_needs",
+    (truth, ["topsrider_restore_actual", "topsrider_restore_expected", "topsrider_run_id", "topsrider_snapshot_needs",
              "topsrider_state_differences", "topsrider_value_problems"]),
+    (vendor, ["topsrider_vendor"]),
 ])
 def test_every_filter_of_the_plugins_is_guarded(module, names):
     filters = module.FilterModule().filters()
