@@ -149,3 +149,40 @@ def test_trailing_newline_refused_by_dist_launch(tmp_path, name, value, expected
     assert expected in out, out
     assert not (tmp_path / "launch").exists()
     assert not (tmp_path / "launch\n").exists()
+
+
+# A '..' part: the roles' paths follow the collection's one path rule
+# (topsrider_value_problems('path')), which the roles' own patterns let through before.
+@pytest.mark.parametrize("name, value", [
+    ("dist_launch_dir", "{tmp}/launch/../../../etc/topsrider"),
+    ("dist_launch_python", "/opt/venv/../../usr/bin/python3"),
+    ("dist_launch_env_file", "/etc/profile.d/../../root/x.sh"),
+])
+def test_dot_dot_refused_by_dist_launch(tmp_path, name, value):
+    rc, out = run_play(tmp_path, [DIST_LAUNCH], dist_launch_vars(tmp_path, **{name: value.replace("{tmp}", str(tmp_path))}))
+    assert rc != 0, out
+    flat = " ".join(out.split())
+    assert "Check dist_launch_dir, dist_launch_python" in flat and "%s " % name in flat and "has a '..' part" in flat, out
+    assert not (tmp_path / "launch").exists()
+
+
+def test_dot_dot_refused_by_eccl_env(tmp_path):
+    rc, out = run_play(tmp_path, [{"name": "ECCL", "ansible.builtin.include_role": {"name": "gcu.topsrider.eccl_env"}}],
+                       {"eccl_env_file": str(tmp_path / "a" / ".." / "topsrider.sh"), "eccl_env_bundle_path": "/nonexistent"})
+    assert rc != 0 and "eccl_env_file must be an absolute path of plain characters" in out, out
+    assert not (tmp_path / "topsrider.sh").exists()
+
+
+def test_dot_dot_refused_by_tops_sdk(tmp_path):
+    rc, out = run_play(tmp_path, [{"name": "SDK", "ansible.builtin.include_role": {"name": "gcu.topsrider.tops_sdk"}}],
+                       {"tops_sdk_bundle_path": "/nonexistent", "tops_sdk_lib_dirs": ["/usr/local/tops/../../etc"]})
+    assert rc != 0 and "tops_sdk_lib_dirs must be absolute paths" in out, out
+
+
+def test_dot_dot_refused_by_slurm_node(tmp_path):
+    rc, out = run_play(tmp_path, [{"name": "Slurm", "ansible.builtin.include_role": {"name": "gcu.topsrider.slurm_node"}}],
+                       {"slurm_node_conf_dir": "/etc/slurm/../cron.d", "slurm_node_output_dir": str(tmp_path / "out")})
+    flat = " ".join(out.split())
+    assert rc != 0 and "slurm_node: refused, nothing was changed" in flat, out
+    assert "slurm_node_conf_dir \"/etc/slurm/../cron.d\" has a '..' part" in flat, out
+    assert "Read the node's cards" not in out and not (tmp_path / "out").exists()
