@@ -28,7 +28,7 @@ import time
 from xml.etree import ElementTree
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import torch_matches
-from ansible_collections.gcu.topsrider.plugins.module_utils._truth import run_id as checked_run_id
+from ansible_collections.gcu.topsrider.plugins.module_utils._values import run_id as checked_run_id
 
 CATEGORIES = ("package", "env", "wheel", "library", "device", "health", "unreachable")
 # The checks every reachable node gets (one JUnit test case each).
@@ -457,7 +457,7 @@ def to_prometheus(report):
 
 
 def safe_run_id(run_id):
-    """Run ids become file names: the collection's one name rule (_truth.run_id); DriftError otherwise."""
+    """Run ids become file names: the collection's one name rule (_values.run_id); DriftError otherwise."""
     if run_id is None or run_id == "":
         raise DriftError("a report needs its run's id")
     try:

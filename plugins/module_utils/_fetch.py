@@ -23,7 +23,7 @@ try:
 except ImportError:  # pragma: no cover - Python 2 is not a node Python we support
     from urllib import quote
 
-from ansible_collections.gcu.topsrider.plugins.module_utils._manifest import SHA256_RE, sha256_file
+from ansible_collections.gcu.topsrider.plugins.module_utils._manifest import file_problems, sha256_file
 
 CHUNK = 1 << 20
 
@@ -37,22 +37,14 @@ class FetchError(Exception):
 
 
 def spec_problems(files):
-    """Why the file list is not usable ([] when it is): plain names, 64-hex sha256, sizes >= 0."""
+    """Why the file list is not usable ([] when it is): the manifest's own check
+    of each entry (_manifest.file_problems: plain names, 64-hex sha256, sizes >= 0)."""
     problems = []
     seen = set()
     for entry in files:
         name = entry.get("file")
-        if not isinstance(name, str) or not name or "/" in name or "\n" in name or name.startswith("."):
-            problems.append("file %r: not a plain file name" % (name,))
-            continue
-        if name in seen:
-            problems.append("file %s: listed twice" % name)
-        seen.add(name)
-        if not isinstance(entry.get("sha256"), str) or not SHA256_RE.match(entry["sha256"]):
-            problems.append("file %s: sha256 must be 64 lowercase hex digits" % name)
-        size = entry.get("size")
-        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-            problems.append("file %s: size must be a whole number of bytes" % name)
+        problems.extend("file %s: %s" % (name, p) if isinstance(name, str) and not p.startswith("file ") else p
+                        for p in file_problems(entry, seen))
     return problems
 
 

@@ -15,6 +15,8 @@ import json
 import os
 import re
 
+from ansible_collections.gcu.topsrider.plugins.module_utils._values import value_problem
+
 FORMAT = 1
 MANIFEST_NAME = "manifest.json"
 FILE_TYPES = ("deb", "wheel", "other")
@@ -44,6 +46,28 @@ def load(path):
     return validate(data)
 
 
+def file_problems(entry, seen):
+    """What is wrong with one entry of a manifest's file list ([] when nothing):
+    its name (the collection's name rule, _values: a plain file name), sha256
+    and size. seen: the names before it (a name listed twice is a problem);
+    this entry's name is added. validate() and bundle_fetch share it."""
+    problems = []
+    name = entry.get("file")
+    problem = value_problem(name, "name")
+    if problem:
+        problems.append("file %s %s" % (json.dumps(name) if isinstance(name, str) else repr(name), problem))
+    else:
+        if name in seen:
+            problems.append("listed twice")
+        seen.add(name)
+    if not isinstance(entry.get("sha256"), str) or not SHA256_RE.match(entry["sha256"]):
+        problems.append("sha256 must be 64 lower-case hex digits")
+    size = entry.get("size")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        problems.append("size must be a non-negative integer (bytes)")
+    return problems
+
+
 def validate(data):
     """Check a manifest dict against format 1; returns it or raises ManifestError
     listing every problem found."""
@@ -69,19 +93,9 @@ def validate(data):
             problems.append("%s must be an object" % where)
             continue
         name = entry.get("file")
-        if (not isinstance(name, str) or not name or "/" in name or "\\" in name
-                or name in (".", "..")):
-            problems.append("%s: file must be a plain file name (got %r)" % (where, name))
-        else:
+        if value_problem(name, "name") is None:
             where = "%s (%s)" % (where, name)
-            if name in seen_files:
-                problems.append("%s: listed twice" % where)
-            seen_files.add(name)
-        if not isinstance(entry.get("sha256"), str) or not SHA256_RE.match(entry["sha256"]):
-            problems.append("%s: sha256 must be 64 lower-case hex digits" % where)
-        size = entry.get("size")
-        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-            problems.append("%s: size must be a non-negative integer" % where)
+        problems.extend("%s: %s" % (where, p) for p in file_problems(entry, seen_files))
         if "installed_size" in entry:
             unpacked = entry["installed_size"]
             if not isinstance(unpacked, int) or isinstance(unpacked, bool) or unpacked < 0:

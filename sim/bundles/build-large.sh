@@ -39,7 +39,7 @@ for tool in gcc dpkg-deb python3 sha256sum makeself openssl df; do
   command -v "$tool" >/dev/null || { echo "sim/bundles: $tool is required" >&2; exit 1; }
 done
 
-inputs=$(find sim/bundles sim/wheel scripts/topsrider-manifest plugins/module_utils/_manifest.py \
+inputs=$(find sim/bundles sim/wheel scripts/topsrider-manifest plugins/module_utils/_manifest.py plugins/module_utils/_values.py \
   plugins/module_utils/_dpkg.py plugins/module_utils/_makeself.py sim/image/torch-version -type f ! -name '*.pyc' | LC_ALL=C sort)
 stamp=$( { echo "size=$size_mib"; for f in $inputs; do echo "$f"; stat -c %a "$f"; cat "$f"; done; } | sha256sum | cut -c1-16)
 if [ "$(cat "$out/.stamp" 2>/dev/null)" = "$stamp" ] && [ -f "$out/$name.run" ] && [ -f "$out/$v/manifest.json" ]; then

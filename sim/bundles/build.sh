@@ -38,7 +38,7 @@ for tool in gcc dpkg-deb python3 sha256sum makeself; do
 done
 [ -f sim/wheel/build_wheel.py ] || { echo "sim/bundles: sim/wheel/build_wheel.py is missing" >&2; exit 1; }
 
-inputs=$(find sim/bundles sim/wheel scripts/topsrider-manifest plugins/module_utils/_manifest.py \
+inputs=$(find sim/bundles sim/wheel scripts/topsrider-manifest plugins/module_utils/_manifest.py plugins/module_utils/_values.py \
   plugins/module_utils/_dpkg.py plugins/module_utils/_makeself.py sim/image/torch-version sim/image/torch-version-bullseye -type f ! -name '*.pyc' | LC_ALL=C sort)
 stamp=$( { for f in $inputs; do echo "$f"; stat -c %a "$f"; cat "$f"; done; } | sha256sum | cut -c1-16)
 all_dirs=("${versions[@]}" 2.5.140-broken-postinst 2.5.140-corrupt test-interrupt)

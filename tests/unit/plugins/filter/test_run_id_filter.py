@@ -1,7 +1,7 @@
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """One run-id scheme for deploy, verify, rollback, drift and fabric: the
-filter gcu.topsrider.topsrider_run_id (plugins/module_utils/_truth.py), and
+filter gcu.topsrider.topsrider_run_id (plugins/module_utils/_values.py), and
 playbooks/tasks/start.yml, which every playbook imports to name its run,
 run by ansible-playbook on localhost."""
 import json
@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._drift import DriftError, safe_run_id
-from ansible_collections.gcu.topsrider.plugins.module_utils._truth import run_id
+from ansible_collections.gcu.topsrider.plugins.module_utils._values import run_id
 from conftest import TOP
 
 PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")

@@ -146,13 +146,13 @@ def test_files_fetched_before_a_failure_stay(served, node):
 
 
 @pytest.mark.parametrize("files, problem", [
-    ([{"file": "../etc/passwd", "sha256": "0" * 64, "size": 1}], "not a plain file name"),
-    ([{"file": ".hidden", "sha256": "0" * 64, "size": 1}], "not a plain file name"),
-    ([{"file": "a\n", "sha256": "0" * 64, "size": 1}], "not a plain file name"),
-    ([{"file": "a", "sha256": "0" * 63, "size": 1}], "64 lowercase hex"),
-    ([{"file": "a", "sha256": "0" * 64 + "\n", "size": 1}], "64 lowercase hex"),
-    ([{"file": "a", "sha256": "0" * 64, "size": -1}], "whole number"),
-    ([{"file": "a", "sha256": "0" * 64, "size": True}], "whole number"),
+    ([{"file": "../etc/passwd", "sha256": "0" * 64, "size": 1}], "is not a plain name"),
+    ([{"file": ".hidden", "sha256": "0" * 64, "size": 1}], "is not a plain name"),
+    ([{"file": "a\n", "sha256": "0" * 64, "size": 1}], "has a newline"),
+    ([{"file": "a", "sha256": "0" * 63, "size": 1}], "64 lower-case hex"),
+    ([{"file": "a", "sha256": "0" * 64 + "\n", "size": 1}], "64 lower-case hex"),
+    ([{"file": "a", "sha256": "0" * 64, "size": -1}], "non-negative integer"),
+    ([{"file": "a", "sha256": "0" * 64, "size": True}], "non-negative integer"),
     ([{"file": "a", "sha256": "0" * 64, "size": 1}, {"file": "a", "sha256": "0" * 64, "size": 1}], "listed twice"),
 ])
 def test_spec_problems(files, problem):

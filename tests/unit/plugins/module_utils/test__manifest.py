@@ -60,7 +60,9 @@ def _break(path, value):
     (_break(["format"], 2), "format must be 1"),
     (_break(["version"], ""), "version must be"),
     (_break(["files"], []), "files must be a non-empty list"),
-    (_break(["files", 0, "file"], "../x.deb"), "plain file name"),
+    (_break(["files", 0, "file"], "../x.deb"), "is not a plain name"),
+    (_break(["files", 0, "file"], "x.deb\n"), "has a newline"),
+    (_break(["files", 0, "file"], ".hidden.deb"), "is not a plain name"),
     (_break(["files", 0, "sha256"], "ABC"), "sha256 must be"),
     # A trailing newline is refused (the pattern ends in \Z, not $).
     (_break(["files", 0, "sha256"], "0" * 64 + "\n"), "sha256 must be"),

@@ -1,5 +1,5 @@
-"""plugins/module_utils/_truth.py: the one rule for names/paths/lines, the
-state a restore must end in, what differs from it, and what a rollback needs
+"""plugins/module_utils/_truth.py (and _values.py, the one rule for
+names/paths/lines): the state a restore must end in, what differs from it, and what a rollback needs
 from the cache."""
 import base64
 import hashlib
@@ -7,7 +7,8 @@ import hashlib
 import pytest
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._truth import (
-    freeze_torch_gcu, restore_expected, snapshot_needs, state_differences, value_problem, value_problems)
+    freeze_torch_gcu, restore_expected, snapshot_needs, state_differences)
+from ansible_collections.gcu.topsrider.plugins.module_utils._values import value_problem, value_problems
 
 
 @pytest.mark.parametrize("kind, value, ok", [

@@ -67,7 +67,7 @@ def test_a_fetch_needs_an_http_url(run, tmp_path, url):
 def test_bad_file_lists_are_refused_before_anything_is_read(run, tmp_path):
     res = run({"files": [{"file": "../../etc/shadow", "sha256": "0" * 64, "size": 1}], "dest": str(tmp_path),
                "partial_dir": str(tmp_path / ".partial"), "url": "http://127.0.0.1:9"})
-    assert res["failed"] and "not a plain file name" in res["msg"]
+    assert res["failed"] and "is not a plain name" in res["msg"]
 
 
 def test_compare_only_makes_the_root_only_directories_and_fetches_nothing(run, tmp_path):
