@@ -3,14 +3,15 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Drift filters: desired vs actual TopsRider state, and the fleet report in
 JSON, Markdown, JUnit XML and Prometheus text form. The logic lives in
-plugins/module_utils/_drift.py (pure, unit-tested); these are thin wrappers."""
+plugins/plugin_utils/_drift.py (pure, unit-tested); these are thin wrappers."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gcu.topsrider.plugins.module_utils._drift import (
-    DriftError, build_report, deploy_pending_reasons, node_findings, safe_run_id, to_junit, to_markdown, to_prometheus,
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._drift import (
+    DriftError, build_report, deploy_pending_reasons, node_findings, to_junit, to_markdown, to_prometheus,
 )
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._report_formats import ReportError, safe_run_id
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
 
 
@@ -37,4 +38,4 @@ class FilterModule(object):
             "topsrider_drift_junit": to_junit,
             "topsrider_drift_prometheus": to_prometheus,
             "topsrider_deploy_pending": _deploy_pending,
-        }, (DriftError,))
+        }, (DriftError, ReportError))

@@ -4,13 +4,13 @@
 """Fabric check filters (playbooks/fabric_check.yml): plan the jobs round by
 round, advance with each round's eccl_probe results, build the report and
 render it as Markdown, JUnit XML and Prometheus text. The logic lives in
-plugins/module_utils/_fabric.py (pure, unit-tested); these are thin wrappers."""
+plugins/plugin_utils/_fabric.py (pure, unit-tested); these are thin wrappers."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gcu.topsrider.plugins.module_utils._drift import DriftError
-from ansible_collections.gcu.topsrider.plugins.module_utils._fabric import (
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._report_formats import ReportError
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._fabric import (
     FabricError, advance, build_report, job_for, max_rounds, plan, to_junit, to_markdown, to_prometheus,
 )
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
@@ -32,4 +32,4 @@ class FilterModule(object):
             "topsrider_fabric_markdown": to_markdown,
             "topsrider_fabric_junit": to_junit,
             "topsrider_fabric_prometheus": to_prometheus,
-        }, (DriftError, FabricError))
+        }, (ReportError, FabricError))

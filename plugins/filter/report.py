@@ -4,12 +4,12 @@
 """The fleet report of deploy, verify and rollback (playbooks/tasks/finish.yml)
 as plain text (printed) and JUnit XML (written), its summary, a host's Slurm
 part, and who holds a node's cards in one sentence. The logic lives in
-plugins/module_utils/_fleet_report.py (pure, unit-tested); these are thin wrappers."""
+plugins/plugin_utils/_fleet_report.py (pure, unit-tested); these are thin wrappers."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gcu.topsrider.plugins.module_utils._fleet_report import (
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._fleet_report import (
     FleetReportError, slurm_line, summarize, to_junit, to_text,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._holders import describe_all

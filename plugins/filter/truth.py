@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters that let deploy.yml and rollback.yml prove an end state before
 they say ok, and the one rule for operator values that become node paths,
-file names or lines. The logic lives in plugins/module_utils/_truth.py and _values.py (pure,
+file names or lines. The logic lives in plugins/plugin_utils/_truth.py and _values.py (pure,
 unit-tested); these are thin wrappers."""
 
 from __future__ import (absolute_import, division, print_function)
@@ -11,7 +11,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.gcu.topsrider.plugins.module_utils._truth import (
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._truth import (
     freeze_torch_gcu, restore_expected, snapshot_needs, state_differences,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._values import run_id, value_problems

@@ -40,7 +40,7 @@ for tool in gcc dpkg-deb python3 sha256sum makeself openssl df; do
 done
 
 inputs=$(find sim/bundles sim/wheel scripts/topsrider-manifest plugins/module_utils/_manifest.py plugins/module_utils/_values.py \
-  plugins/module_utils/_dpkg.py plugins/module_utils/_makeself.py sim/image/torch-version -type f ! -name '*.pyc' | LC_ALL=C sort)
+  plugins/module_utils/_dpkg.py plugins/plugin_utils/_makeself.py sim/image/torch-version -type f ! -name '*.pyc' | LC_ALL=C sort)
 stamp=$( { echo "size=$size_mib"; for f in $inputs; do echo "$f"; stat -c %a "$f"; cat "$f"; done; } | sha256sum | cut -c1-16)
 if [ "$(cat "$out/.stamp" 2>/dev/null)" = "$stamp" ] && [ -f "$out/$name.run" ] && [ -f "$out/$v/manifest.json" ]; then
   echo "$out"

@@ -39,7 +39,7 @@ done
 [ -f sim/wheel/build_wheel.py ] || { echo "sim/bundles: sim/wheel/build_wheel.py is missing" >&2; exit 1; }
 
 inputs=$(find sim/bundles sim/wheel scripts/topsrider-manifest plugins/module_utils/_manifest.py plugins/module_utils/_values.py \
-  plugins/module_utils/_dpkg.py plugins/module_utils/_makeself.py sim/image/torch-version sim/image/torch-version-bullseye -type f ! -name '*.pyc' | LC_ALL=C sort)
+  plugins/module_utils/_dpkg.py plugins/plugin_utils/_makeself.py sim/image/torch-version sim/image/torch-version-bullseye -type f ! -name '*.pyc' | LC_ALL=C sort)
 stamp=$( { for f in $inputs; do echo "$f"; stat -c %a "$f"; cat "$f"; done; } | sha256sum | cut -c1-16)
 all_dirs=("${versions[@]}" 2.5.140-broken-postinst 2.5.140-corrupt test-interrupt)
 all_runs=()
@@ -98,7 +98,7 @@ build_run 2.5.136 "$work/2.5.136"
 build_run 2.5.140 "$work/2.5.140" --xz --sha256
 python3 - "$work/TopsRider_t2x_2.5.140_deb_amd64.run" "$work/TopsRider_t2x_2.5.140-corrupt_deb_amd64.run" <<'EOF'
 import importlib.util, shutil, sys
-spec = importlib.util.spec_from_file_location("_makeself", "plugins/module_utils/_makeself.py")
+spec = importlib.util.spec_from_file_location("_makeself", "plugins/plugin_utils/_makeself.py")
 makeself = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(makeself)
 header = makeself.read_header(sys.argv[1])

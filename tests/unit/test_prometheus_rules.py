@@ -12,7 +12,7 @@ import subprocess
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.gcu.topsrider.plugins.module_utils import _drift
+from ansible_collections.gcu.topsrider.plugins.plugin_utils import _drift
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 RULES_DIR = os.path.join(TOP, "contrib", "prometheus")

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from ansible_collections.gcu.topsrider.plugins.module_utils._drift import DriftError, safe_run_id
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._report_formats import ReportError, safe_run_id
 from ansible_collections.gcu.topsrider.plugins.module_utils._values import run_id
 from conftest import TOP
 
@@ -35,7 +35,7 @@ def test_an_operators_id_is_kept(value):
 def test_an_id_that_cannot_name_a_file_is_refused(value):
     with pytest.raises(ValueError, match="the run id"):
         run_id(value)
-    with pytest.raises(DriftError, match="the run id"):
+    with pytest.raises(ReportError, match="the run id"):
         safe_run_id(value)
 
 

@@ -1,12 +1,12 @@
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The report text helpers of plugins/module_utils/_drift.py that the drift and
+"""The report text helpers of plugins/plugin_utils/_drift.py that the drift and
 fabric reports share: Prometheus text and the XML document."""
 from xml.etree import ElementTree
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.gcu.topsrider.plugins.module_utils._drift import prometheus_text, xml_document
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._report_formats import prometheus_text, xml_document
 
 
 def test_prometheus_text_families_labels_and_bare_samples():

@@ -1,4 +1,4 @@
-"""plugins/module_utils/_truth.py (and _values.py, the one rule for
+"""plugins/plugin_utils/_truth.py (and _values.py, the one rule for
 names/paths/lines): the state a restore must end in, what differs from it, and what a rollback needs
 from the cache."""
 import base64
@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from ansible_collections.gcu.topsrider.plugins.module_utils._truth import (
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._truth import (
     freeze_torch_gcu, restore_expected, snapshot_needs, state_differences)
 from ansible_collections.gcu.topsrider.plugins.module_utils._values import value_problem, value_problems
 

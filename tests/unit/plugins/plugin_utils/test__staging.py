@@ -1,5 +1,5 @@
-"""plugins/module_utils/_staging.py: who gets the bundle from the controller and who from a peer."""
-from ansible_collections.gcu.topsrider.plugins.module_utils._staging import stage_plan
+"""plugins/plugin_utils/_staging.py: who gets the bundle from the controller and who from a peer."""
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._staging import stage_plan
 
 
 def need(missing=("a.deb", "manifest.json"), key="k", transfer="peers"):

@@ -43,8 +43,8 @@ import math
 import time
 from xml.etree import ElementTree
 
-from ansible_collections.gcu.topsrider.plugins.module_utils._drift import (
-    EXIT_CLEAN, EXIT_DRIFT, EXIT_FAILED, _md, prometheus_text, safe_run_id, xml_document,
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._report_formats import (
+    EXIT_CLEAN, EXIT_DRIFT, EXIT_FAILED, md_cell, prometheus_text, safe_run_id, xml_document,
 )
 
 DEFAULTS = {"threshold": 0.8, "retries": 2, "port_base": 29600, "port_span": 2000}
@@ -504,12 +504,12 @@ def to_markdown(report):
     lines += ["## Named nodes", ""]
     if named:
         lines += ["| node | verdict | evidence |", "| --- | --- | --- |"]
-        lines += ["| %s | **%s** | %s |" % (_md(n["node"]), n["verdict"], _md("; ".join(n["evidence"])))
+        lines += ["| %s | **%s** | %s |" % (md_cell(n["node"]), n["verdict"], md_cell("; ".join(n["evidence"])))
                   for n in named]
     else:
         lines.append("None.")
     for text in report["unexplained"] + report["notes"]:
-        lines += ["", "- " + _md(text)]
+        lines += ["", "- " + md_cell(text)]
     fleet = report.get("fleet")
     if fleet:
         lines += ["", "## Whole fleet", "",
@@ -519,12 +519,12 @@ def to_markdown(report):
     lines += ["", "## Pairs", "", "| pair | busbw GB/s | attempts | verdict |", "| --- | --- | --- | --- |"]
     for p in report["pairs"]:
         verdict = "failed" if p["ok"] is False else ("slow" if p["slow"] else ("ok" if p["ok"] else "not run"))
-        lines.append("| %s - %s | %s | %s | %s |" % (_md(p["a"]), _md(p["b"]), _gb(p["busbw_gbps"]),
+        lines.append("| %s - %s | %s | %s | %s |" % (md_cell(p["a"]), md_cell(p["b"]), _gb(p["busbw_gbps"]),
                                                      ", ".join(_gb(a["busbw_gbps"]) if a["ok"] else "failed"
                                                                for a in p["attempts"]) or "-", verdict))
     lines += ["", "## Rounds", "", "| round | phase | jobs | wall s |", "| --- | --- | --- | --- |"]
     for r in report["rounds"]:
-        lines.append("| %d | %s | %s | %s |" % (r["round"], r["phase"], _md("; ".join(
+        lines.append("| %d | %s | %s | %s |" % (r["round"], r["phase"], md_cell("; ".join(
             "%s %s [%s] %s" % (j["id"], j["kind"], " ".join(j["nodes"]), "ok" if j["ok"] else "FAILED")
             for j in r["jobs"])), r["wall_s"]))
     t = report["timing"]

@@ -12,7 +12,7 @@ import pytest
 import xmlschema
 import yaml
 
-from ansible_collections.gcu.topsrider.plugins.module_utils import _fleet_report
+from ansible_collections.gcu.topsrider.plugins.plugin_utils import _fleet_report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 XSD = os.path.abspath(os.path.join(HERE, "..", "..", "fixtures", "junit.xsd"))

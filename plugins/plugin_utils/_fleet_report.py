@@ -25,7 +25,7 @@ __metaclass__ = type
 import re
 from xml.etree import ElementTree
 
-from ansible_collections.gcu.topsrider.plugins.module_utils._drift import xml_document
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._report_formats import xml_document
 
 RESULTS = ("ok", "failed", "unreachable", "pending", "not started", "deferred")
 # A host that never got this far: its checks did not run (JUnit <skipped>).

@@ -9,7 +9,7 @@ import tarfile
 
 import pytest
 
-from ansible_collections.gcu.topsrider.plugins.module_utils import _makeself as m
+from ansible_collections.gcu.topsrider.plugins.plugin_utils import _makeself as m
 import makeself_fakes as fakes
 
 

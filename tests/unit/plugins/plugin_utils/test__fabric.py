@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ansible_collections.gcu.topsrider.plugins.module_utils import _fabric as fabric
+from ansible_collections.gcu.topsrider.plugins.plugin_utils import _fabric as fabric
 
 SIZE = 1048576
 

@@ -28,14 +28,13 @@ import time
 from xml.etree import ElementTree
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import torch_matches
-from ansible_collections.gcu.topsrider.plugins.module_utils._values import run_id as checked_run_id
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._report_formats import (
+    exit_code_for, md_cell, prometheus_text, safe_run_id, short_text, xml_document,
+)
 
 CATEGORIES = ("package", "env", "wheel", "library", "device", "health", "unreachable")
 # The checks every reachable node gets (one JUnit test case each).
 CHECKS = ("package", "env", "wheel", "library", "device", "health")
-EXIT_CLEAN = 0
-EXIT_DRIFT = 3
-EXIT_FAILED = 4
 
 
 class DriftError(ValueError):
@@ -306,23 +305,6 @@ def build_report(hosts, results, run_id, now=None, meta=None, previous=None):
             "desired": dict(meta or {}), "summary": summary, "nodes": nodes, "findings": findings}
 
 
-def exit_code_for(status):
-    """0 clean, 3 drift found, 4 the run failed or a node was unreachable."""
-    return {"clean": EXIT_CLEAN, "drift": EXIT_DRIFT}.get(status, EXIT_FAILED)
-
-
-def _short(value):
-    if value is None:
-        return "none"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(str(v) for v in value) or "none"
-    return str(value)
-
-
-def _md(text):
-    return _short(text).replace("|", "\\|").replace("\n", " ")
-
-
 def to_markdown(report):
     s = report["summary"]
     lines = ["# TopsRider drift check %s" % report["id"], "",
@@ -332,17 +314,17 @@ def to_markdown(report):
              ""]
     desired = report.get("desired") or {}
     if desired:
-        lines += ["Desired: " + ", ".join("%s %s" % (k, _short(desired[k])) for k in sorted(desired)), ""]
+        lines += ["Desired: " + ", ".join("%s %s" % (k, short_text(desired[k])) for k in sorted(desired)), ""]
     lines += ["| node | status | findings | categories |", "| --- | --- | --- | --- |"]
     for n in report["nodes"]:
         cats = ", ".join(n["categories"]) or "-"
-        lines.append("| %s | %s | %d | %s |" % (_md(n["node"]), n["status"], n["findings"], cats))
+        lines.append("| %s | %s | %d | %s |" % (md_cell(n["node"]), n["status"], n["findings"], cats))
     if report["findings"]:
         lines += ["", "## Findings", "", "| node | category | check | expected | actual |",
                   "| --- | --- | --- | --- | --- |"]
         for f in report["findings"]:
-            lines.append("| %s | %s | %s | %s | %s |" % (_md(f["node"]), f["category"], _md(f["check"]),
-                                                         _md(f["expected"]), _md(f["actual"])))
+            lines.append("| %s | %s | %s | %s | %s |" % (md_cell(f["node"]), f["category"], md_cell(f["check"]),
+                                                         md_cell(f["expected"]), md_cell(f["actual"])))
         details = [f for f in report["findings"] if f.get("detail")]
         if details:
             lines += ["", "## Details", ""]
@@ -384,11 +366,11 @@ def to_junit(report):
             if hits:
                 fail = ElementTree.SubElement(case, "failure", {
                     "message": "; ".join("%s: expected %s, actual %s" % (
-                        f["check"], _short(f["expected"]), _short(f["actual"])) for f in hits),
+                        f["check"], short_text(f["expected"]), short_text(f["actual"])) for f in hits),
                     "type": "drift"})
                 fail.text = "\n\n".join(
                     "%s\n  expected: %s\n  actual:   %s%s" % (
-                        f["check"], _short(f["expected"]), _short(f["actual"]),
+                        f["check"], short_text(f["expected"]), short_text(f["actual"]),
                         ("\n" + f["detail"]) if f.get("detail") else "")
                     for f in hits)
                 counts["failures"] += 1
@@ -399,35 +381,6 @@ def to_junit(report):
     for k, v in totals.items():
         root.set(k, str(v))
     return xml_document(root)
-
-
-_LABEL_ESCAPES = (("\\", "\\\\"), ("\n", "\\n"), ('"', '\\"'))
-
-
-def _label(value):
-    value = str(value)
-    for a, b in _LABEL_ESCAPES:
-        value = value.replace(a, b)
-    return value
-
-
-def prometheus_text(families):
-    """Prometheus text exposition format (node_exporter's textfile collector)
-    from [(name, help, [(((label, value), ...), sample), ...]), ...]: every
-    family a gauge; a sample without labels is written without braces."""
-    out = []
-    for name, help_text, samples in families:
-        out.append("# HELP %s %s" % (name, help_text))
-        out.append("# TYPE %s gauge" % name)
-        for labels, value in samples:
-            text = ",".join('%s="%s"' % (k, _label(v)) for k, v in labels)
-            out.append("%s{%s} %s" % (name, text, value) if text else "%s %s" % (name, value))
-    return "\n".join(out) + "\n"
-
-
-def xml_document(root):
-    """An ElementTree element as a UTF-8 XML document text (JUnit reports)."""
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, encoding="unicode") + "\n"
 
 
 def to_prometheus(report):
@@ -454,13 +407,3 @@ def to_prometheus(report):
          [((("node", n["node"]),), "%.3f" % n["duration_s"]) for n in nodes
           if n.get("duration_s") is not None]),
     ])
-
-
-def safe_run_id(run_id):
-    """Run ids become file names: the collection's one name rule (_values.run_id); DriftError otherwise."""
-    if run_id is None or run_id == "":
-        raise DriftError("a report needs its run's id")
-    try:
-        return checked_run_id(run_id)
-    except ValueError as e:
-        raise DriftError(str(e))
