@@ -1,45 +1,25 @@
 # -*- coding: utf-8 -*-
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Private helpers of gcu.topsrider.eccl_probe.
-
-Pure functions where possible: the problem codes and their hints, where
-libeccl.so may live, parsing of the child processes' reports, and the
-classification of those reports into problems. The child-process probe
-scripts live in ``_eccl_children``; ``ldconfig -p`` is read by
-``_node.parse_ldconfig_cache``.
+"""What eccl_probe's checks found, as problems: the problem codes and their
+hints, parsing of the child processes' reports, and the classification of
+the framework and collective reports. Where the library lives and what its
+load says: ``_eccl_library``; the torch rule: ``_torch_rule``; the
+child-process probe scripts: ``_eccl_children``. Pure; Python 3.6+.
 """
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import glob
 import json
-import os
-import re
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._collective_rank import BUSBW_FORMULA, REPORT_MARKER
-
-LIBRARY_NAME = "libeccl.so"
-# NVIDIA nodes: the system's NCCL (a torch CUDA wheel carries its own copy, so
-# none on the system is no problem; the collective level reports what is loaded).
-NCCL_LIBRARY_NAME = "libnccl.so"
-NCCL_SONAME = "libnccl.so.2"
-NCCL_LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/local/cuda/lib64", "/usr/local/nccl/lib", "/usr/lib64",
-                     "/usr/local/lib")
-
-# TopsRider releases put their libraries under one of these.
-DEFAULT_LIBRARY_DIRS = (
-    "/usr/local/tops/lib",
-    "/usr/local/tops/lib64",
-    "/opt/tops/lib",
-    "/opt/tops/lib64",
-    "/usr/lib",
-    "/usr/lib64",
-    "/usr/lib/x86_64-linux-gnu",
-    "/usr/local/lib",
+from ansible_collections.gcu.topsrider.plugins.module_utils._torch_rule import (
+    release_of, stack_of, torch_matches, torch_requirement,
 )
 
+# The ECCL library (its search: _eccl_library).
+LIBRARY_NAME = "libeccl.so"
 STAGE_MARKER = "@@ECCL_PROBE_STAGE@@"
 
 # code -> (what it means, what to do). Every code the module can return.
@@ -136,122 +116,6 @@ def tail(text, lines=15):
     return "\n".join(text.splitlines()[-lines:])
 
 
-# --------------------------------------------------------------------------
-# Where libeccl.so may be
-
-
-def read_ld_so_conf(path="/etc/ld.so.conf", _seen=None):
-    """Directories listed in ld.so.conf and the files it includes, in order."""
-    seen = _seen if _seen is not None else set()
-    if path in seen:
-        return []
-    seen.add(path)
-    try:
-        with open(path) as f:
-            lines = f.read().splitlines()
-    except (IOError, OSError):
-        return []
-    dirs = []
-    for line in lines:
-        line = line.split("#", 1)[0].strip()
-        if not line or line.startswith("hwcap"):
-            continue
-        if line.startswith("include"):
-            pattern = line.split(None, 1)[1] if len(line.split(None, 1)) == 2 else ""
-            if pattern and not os.path.isabs(pattern):
-                pattern = os.path.join(os.path.dirname(path), pattern)
-            for inc in sorted(glob.glob(pattern)):
-                for d in read_ld_so_conf(inc, seen):
-                    if d not in dirs:
-                        dirs.append(d)
-            continue
-        for d in re.split(r"[:,\s]+", line):
-            if d and d not in dirs:
-                dirs.append(d)
-    return dirs
-
-
-def search_dirs(library_dirs, ld_conf_dirs, ld_library_path, defaults=DEFAULT_LIBRARY_DIRS):
-    """[(dir, [sources])] in search order, each directory once."""
-    order = []
-    sources = {}
-    groups = (
-        ("library_dirs", library_dirs or []),
-        ("LD_LIBRARY_PATH", [d for d in (ld_library_path or "").split(":") if d]),
-        ("ld.so.conf", ld_conf_dirs or []),
-        ("default", defaults or []),
-    )
-    for source, dirs in groups:
-        for d in dirs:
-            d = os.path.normpath(d)
-            if d not in sources:
-                order.append(d)
-                sources[d] = []
-            if source not in sources[d]:
-                sources[d].append(source)
-    return [(d, sources[d]) for d in order]
-
-
-def find_copies(dirs, cache_paths, name=LIBRARY_NAME):
-    """Distinct files named `name` or `name`.N found in dirs or the loader cache.
-
-    Symlinks and hard links to the same file count once. Returns a list of
-    {path, realpath, found_in, in_loader_cache}.
-    """
-    entries = []
-    for d, srcs in dirs:
-        try:
-            names = sorted(os.listdir(d))
-        except OSError:
-            continue
-        for n in names:
-            if n == name or n.startswith(name + "."):
-                entries.append((os.path.join(d, n), list(srcs)))
-    for p in cache_paths or []:
-        entries.append((p, ["ldconfig cache"]))
-    cache_real = set(os.path.realpath(p) for p in cache_paths or [])
-    copies = []
-    by_identity = {}
-    for path, srcs in entries:
-        real = os.path.realpath(path)
-        try:
-            st = os.stat(real)
-        except OSError:
-            continue
-        if not os.path.isfile(real):
-            continue
-        key = (st.st_dev, st.st_ino)
-        if key in by_identity:
-            copy = by_identity[key]
-            for s in srcs:
-                if s not in copy["found_in"]:
-                    copy["found_in"].append(s)
-            if path not in copy["links"] and path != copy["path"]:
-                copy["links"].append(path)
-            continue
-        copy = {"path": path, "realpath": real, "found_in": list(srcs), "links": [],
-                "in_loader_cache": real in cache_real, "size": st.st_size}
-        by_identity[key] = copy
-        copies.append(copy)
-    # Prefer the plain soname as the path shown, when there is one.
-    for copy in copies:
-        for link in copy["links"]:
-            if os.path.basename(link) == name and os.path.basename(copy["path"]) != name:
-                copy["links"].remove(link)
-                copy["links"].insert(0, copy["path"])
-                copy["path"] = link
-                break
-    return copies
-
-
-def format_eccl_version(number):
-    """ecclGetVersion's integer (major*1000000+minor*1000+patch) -> 'M.m.p'."""
-    if number is None:
-        return None
-    number = int(number)
-    return "%d.%d.%d" % (number // 1000000, (number // 1000) % 1000, number % 1000)
-
-
 def parse_report(stdout):
     """The JSON report a probe child printed after REPORT_MARKER, or None."""
     for line in reversed((stdout or "").splitlines()):
@@ -274,134 +138,6 @@ def last_stage(stdout):
 
 # --------------------------------------------------------------------------
 # Classification
-
-
-def classify_library(copies, soname_report, name=LIBRARY_NAME):
-    """Merge the load report into copies; return (library result, problems).
-
-    copies: find_copies() output. soname_report: the LIBRARY_SCRIPT report
-    (None when the child failed, which the caller reports as PROBE_FAILED).
-    """
-    problems = []
-    if soname_report is None:
-        # Nothing is known about loading: report the copies only (the caller adds PROBE_FAILED).
-        result = {"name": name, "path": None, "version": None, "loadable": None, "error": None,
-                  "copies": [dict(c, loadable=None, error=None, version=None, version_string=None) for c in copies]}
-        return result, problems
-    by_soname = soname_report.get("by_soname") or {}
-    loads = dict((c.get("path"), c) for c in (soname_report or {}).get("copies") or [])
-    out_copies = []
-    for copy in copies:
-        load = loads.get(copy["path"], {})
-        entry = dict(copy)
-        entry["loadable"] = load.get("loadable")
-        entry["error"] = load.get("error")
-        entry["version"] = format_eccl_version(load.get("version_number")) or load.get("version_string")
-        entry["version_string"] = load.get("version_string")
-        out_copies.append(entry)
-    loaded_path = by_soname.get("path")
-    version = format_eccl_version(by_soname.get("version_number")) or by_soname.get("version_string")
-    loadable = bool(by_soname.get("loadable"))
-    if loaded_path:
-        real = os.path.realpath(loaded_path)
-        for entry in out_copies:
-            entry["loaded_by_soname"] = entry["realpath"] == real
-    result = {
-        "name": name,
-        "path": loaded_path if loadable else None,
-        "version": version if loadable else None,
-        "loadable": loadable,
-        "error": by_soname.get("error"),
-        "copies": out_copies,
-    }
-    if not out_copies and not loadable:
-        problems.append(problem("LIBRARY_MISSING", "%s not found anywhere (%s)" % (
-            name, by_soname.get("error") or "no copy in the searched directories")))
-        return result, problems
-    bad = [c for c in out_copies if c["loadable"] is False]
-    for c in bad:
-        problems.append(problem("LIBRARY_UNLOADABLE", "%s cannot be loaded: %s" % (c["path"], c["error"])))
-    if not loadable and len(bad) < len(out_copies):
-        dirs = sorted(set(os.path.dirname(c["path"]) for c in out_copies if c["loadable"]))
-        problems.append(problem(
-            "LIBRARY_NOT_ON_LOADER_PATH",
-            "%s is installed in %s but dlopen('%s') fails: %s" % (
-                name, ", ".join(dirs), name, by_soname.get("error")),
-            "Put %s in /etc/ld.so.conf.d/topsrider.conf and run ldconfig "
-            "(role gcu.topsrider.tops_sdk does both: its tops_sdk_ld_conf)." % ", ".join(dirs)))
-    if len(out_copies) > 1:
-        desc = ", ".join("%s (%s)" % (c["realpath"], c["version"] or "version unknown") for c in out_copies)
-        problems.append(problem("LIBRARY_DUPLICATE", "%d copies of %s: %s; the loader picks %s" % (
-            len(out_copies), name, desc, loaded_path or "none")))
-    return result, problems
-
-
-def _release(version):
-    return str(version or "").split("+", 1)[0].strip()
-
-
-def torch_requirement(requires):
-    """The torch requirement spec in Requires-Dist lines ('==2.13.0'), or None."""
-    for line in requires or []:
-        spec = line.split(";", 1)[0].strip()
-        m = re.match(r"^torch(?![\w.-])\s*\(?\s*([^)]*)\)?\s*$", spec, re.IGNORECASE)
-        if m:
-            return m.group(1).replace(" ", "") or None
-    return None
-
-
-def torch_matches(installed, spec):
-    """Does torch `installed` (e.g. '2.13.0+cpu') satisfy `spec`? None when unknown."""
-    if not installed or not spec:
-        return None
-    have = _release(installed)
-    clauses = [c for c in spec.split(",") if c]
-    for clause in clauses:
-        m = re.match(r"^(===|==|!=|>=|<=|~=|>|<)?(.+)$", clause)
-        op, want = m.group(1) or "==", m.group(2)
-        if want.endswith(".*"):
-            prefix = want[:-2]
-            hit = have == prefix or have.startswith(prefix + ".")
-            if (op == "==" and not hit) or (op == "!=" and hit):
-                return False
-            continue
-        want = _release(want)
-        have_t, want_t = _vtuple(have), _vtuple(want)
-        if op in ("==", "===", "!="):
-            # A pre-release is not its release (1.7.0a0 != 1.7.0), as deploy's preflight and drift judge it.
-            same = have_t == want_t and _pre_release(have) == _pre_release(want)
-            if same != (op != "!="):
-                return False
-            continue
-        if op == "~=":
-            parts = _vtuple(want, strip=False)
-            ok = have_t >= want_t and _vtuple(have, strip=False)[:len(parts) - 1] == parts[:-1]
-        else:
-            ok = {">=": have_t >= want_t, "<=": have_t <= want_t, ">": have_t > want_t, "<": have_t < want_t}[op]
-        if not ok:
-            return False
-    return True
-
-
-def _pre_release(version):
-    """'1.7.0a0' -> 'a0', '2.1.0.dev1' -> '.dev1', '2.13.0' -> ''."""
-    return re.sub(r"^[0-9.]*[0-9]", "", version)
-
-
-def _vtuple(version, strip=True):
-    out = []
-    for part in version.split("."):
-        m = re.match(r"^(\d+)", part)
-        out.append(int(m.group(1)) if m else 0)
-    while strip and len(out) > 1 and out[-1] == 0:
-        out.pop()
-    return tuple(out)
-
-
-def stack_of(torch_gcu_version):
-    """'2.13.0+2.5.136' -> '2.5.136' (the TopsRider release a torch_gcu wheel was built for), or None."""
-    parts = str(torch_gcu_version or "").split("+", 1)
-    return parts[1].strip() if len(parts) == 2 and parts[1].strip() else None
 
 
 def classify_framework(report, backend):
@@ -456,7 +192,7 @@ def classify_framework(report, backend):
             message = "torch_gcu %s requires torch %s but %s has torch %s" % (
                 report.get("torch_gcu_version"), spec, python, report.get("torch_version"))
             hint = "Install torch==%s into %s, or the torch_gcu wheel built for torch %s." % (
-                required, python, _release(report.get("torch_version")))
+                required, python, release_of(report.get("torch_version")))
             problems.append(problem("TORCH_VERSION_MISMATCH", message, hint))
         if report.get("api_generation") is None:
             problems.append(problem("TORCH_GCU_API_UNKNOWN"))
@@ -468,7 +204,7 @@ def classify_framework(report, backend):
         loaded = report.get("loaded_library") or {}
         want = stack_of(report.get("torch_gcu_version"))
         have = loaded.get("version")
-        if want and have and _release(have) != _release(want):
+        if want and have and release_of(have) != release_of(want):
             problems.append(problem("LIBRARY_VERSION_MISMATCH", "torch_gcu %s (built for TopsRider %s) loads %s "
                                     "version %s" % (report.get("torch_gcu_version"), want,
                                                     loaded.get("path") or LIBRARY_NAME, have)))

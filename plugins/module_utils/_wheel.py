@@ -16,7 +16,7 @@ import re
 import stat
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._atomic import write_atomic
-from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import torch_matches
+from ansible_collections.gcu.topsrider.plugins.module_utils._torch_rule import torch_matches
 from ansible_collections.gcu.topsrider.plugins.module_utils._manifest import sha256_file
 from ansible_collections.gcu.topsrider.plugins.module_utils._node import C_LOCALE
 from ansible_collections.gcu.topsrider.plugins.module_utils._state import read_python

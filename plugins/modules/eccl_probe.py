@@ -461,22 +461,11 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._children import Chi
 from ansible_collections.gcu.topsrider.plugins.module_utils import _collective_rank
 from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import ENV_RULES, env_problems
 from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import (
-    DEFAULT_LIBRARY_DIRS,
-    LIBRARY_NAME,
-    NCCL_LIBRARY_DIRS,
-    NCCL_LIBRARY_NAME,
-    NCCL_SONAME,
-    classify_collective,
-    classify_framework,
-    classify_library,
-    failure_message,
-    find_copies,
-    last_stage,
-    parse_report,
-    problem,
-    read_ld_so_conf,
-    search_dirs,
-    tail,
+    LIBRARY_NAME, classify_collective, classify_framework, failure_message, last_stage, parse_report, problem, tail,
+)
+from ansible_collections.gcu.topsrider.plugins.module_utils._eccl_library import (
+    DEFAULT_LIBRARY_DIRS, NCCL_LIBRARY_DIRS, NCCL_LIBRARY_NAME, NCCL_SONAME, classify_library, find_copies,
+    read_ld_so_conf, search_dirs,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._eccl_children import FRAMEWORK_SCRIPT, LIBRARY_SCRIPT
 from ansible_collections.gcu.topsrider.plugins.module_utils._node import C_LOCALE, parse_ldconfig_cache

@@ -27,7 +27,7 @@ import json
 import time
 from xml.etree import ElementTree
 
-from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import torch_matches
+from ansible_collections.gcu.topsrider.plugins.module_utils._torch_rule import torch_matches
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._report_formats import (
     exit_code_for, md_cell, prometheus_text, safe_run_id, short_text, xml_document,
 )

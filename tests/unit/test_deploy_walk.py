@@ -220,9 +220,11 @@ def loaded(playbook):
     return kinds
 
 
-# Counted on 2026-11-25 (the number docs/architecture.md gives); issue 29 asks
-# for at most 40. The test keeps it from rising while that work goes on.
-DEPLOY_LOADS = 79
+# Counted on 2026-11-25 (the number docs/architecture.md gives): 79, then 81
+# when _eccl was split into its three jobs (_eccl, _eccl_library, _torch_rule,
+# as issue 29 asks); the issue asks for at most 40. The test keeps it from
+# rising while that work goes on.
+DEPLOY_LOADS = 81
 
 
 def test_every_file_a_deploy_loads_is_counted():

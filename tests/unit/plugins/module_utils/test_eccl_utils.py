@@ -1,11 +1,12 @@
-"""plugins/module_utils/_eccl.py: library search, report parsing, classification of every problem code."""
+"""plugins/module_utils/_eccl.py, _eccl_library.py and _torch_rule.py: library search, report parsing,
+classification of every problem code, the torch rule."""
 import os
 import subprocess
 import sys
 
 import pytest
 
-from ansible_collections.gcu.topsrider.plugins.module_utils import _eccl, _eccl_children
+from ansible_collections.gcu.topsrider.plugins.module_utils import _eccl, _eccl_children, _eccl_library, _torch_rule
 
 import eccl_fakes
 
@@ -39,14 +40,14 @@ def test_read_ld_so_conf_follows_includes(tmp_path):
     (d / "a.conf").write_text("/usr/local/tops/lib  # TopsRider\n\n")
     (d / "b.conf").write_text("/opt/tops/lib:/usr/local/lib\ninclude ../ld.so.conf\n")
     (d / "c.txt").write_text("/not/included\n")
-    dirs = _eccl.read_ld_so_conf(str(tmp_path / "ld.so.conf"))
+    dirs = _eccl_library.read_ld_so_conf(str(tmp_path / "ld.so.conf"))
     assert dirs == ["/usr/local/tops/lib", "/opt/tops/lib", "/usr/local/lib"]
-    assert _eccl.read_ld_so_conf(str(tmp_path / "missing.conf")) == []
+    assert _eccl_library.read_ld_so_conf(str(tmp_path / "missing.conf")) == []
 
 
 def test_search_dirs_orders_and_merges_sources():
-    got = _eccl.search_dirs(["/x/lib", "/usr/local/tops/lib/"], ["/usr/local/tops/lib"], "/y:/x/lib",
-                            defaults=["/usr/lib", "/y"])
+    got = _eccl_library.search_dirs(["/x/lib", "/usr/local/tops/lib/"], ["/usr/local/tops/lib"], "/y:/x/lib",
+                                    defaults=["/usr/lib", "/y"])
     assert got == [
         ("/x/lib", ["library_dirs", "LD_LIBRARY_PATH"]),
         ("/usr/local/tops/lib", ["library_dirs", "ld.so.conf"]),
@@ -65,8 +66,8 @@ def test_find_copies_counts_links_once(tmp_path):
     os.link(str(a / "libeccl.so.2.5.136"), str(b / "libeccl.so.2"))
     (b / "libeccl.so").write_bytes(b"two")
     (b / "libecclx.so").write_bytes(b"other library")
-    copies = _eccl.find_copies([(str(a), ["default"]), (str(b), ["library_dirs"])],
-                               [str(a / "libeccl.so")])
+    copies = _eccl_library.find_copies([(str(a), ["default"]), (str(b), ["library_dirs"])],
+                                       [str(a / "libeccl.so")])
     assert [c["path"] for c in copies] == [str(a / "libeccl.so"), str(b / "libeccl.so")]
     first = copies[0]
     assert first["realpath"] == str(a / "libeccl.so.2.5.136")
@@ -77,7 +78,7 @@ def test_find_copies_counts_links_once(tmp_path):
 
 @pytest.mark.parametrize("number,expected", [(2005136, "2.5.136"), (1010000, "1.10.0"), (None, None)])
 def test_format_eccl_version(number, expected):
-    assert _eccl.format_eccl_version(number) == expected
+    assert _eccl_library.format_eccl_version(number) == expected
 
 
 @pytest.mark.parametrize("requires,spec", [
@@ -88,7 +89,7 @@ def test_format_eccl_version(number, expected):
     ([], None),
 ])
 def test_torch_requirement(requires, spec):
-    assert _eccl.torch_requirement(requires) == spec
+    assert _torch_rule.torch_requirement(requires) == spec
 
 
 @pytest.mark.parametrize("installed,spec,expected", [
@@ -112,7 +113,7 @@ def test_torch_requirement(requires, spec):
     ("2.13.0", None, None),
 ])
 def test_torch_matches(installed, spec, expected):
-    assert _eccl.torch_matches(installed, spec) is expected
+    assert _torch_rule.torch_matches(installed, spec) is expected
 
 
 @pytest.mark.parametrize("stdout,expected", [
@@ -171,7 +172,7 @@ OK_LOAD = {"loadable": True, "error": None, "version_number": 2005136, "version_
      [], "/x/libeccl.so", None),
 ])
 def test_classify_library(copies, report, expected_codes, path, version):
-    result, problems = _eccl.classify_library(copies, report)
+    result, problems = _eccl_library.classify_library(copies, report)
     assert codes(problems) == expected_codes
     assert result["path"] == path
     assert result["version"] == version
@@ -179,7 +180,7 @@ def test_classify_library(copies, report, expected_codes, path, version):
 
 
 def test_classify_library_without_report_concludes_nothing():
-    result, problems = _eccl.classify_library([_copy("/usr/local/tops/lib/libeccl.so")], None)
+    result, problems = _eccl_library.classify_library([_copy("/usr/local/tops/lib/libeccl.so")], None)
     assert problems == []
     assert result["loadable"] is None and result["copies"][0]["loadable"] is None
 
@@ -189,7 +190,7 @@ def test_duplicate_message_names_versions_and_pick():
     report = {"by_soname": dict(OK_LOAD, path="/usr/lib/libeccl.so"),
               "copies": [dict(OK_LOAD, path="/usr/local/tops/lib/libeccl.so"),
                          dict(OK_LOAD, path="/usr/lib/libeccl.so", version_number=2005140)]}
-    _result, problems = _eccl.classify_library(copies, report)
+    _result, problems = _eccl_library.classify_library(copies, report)
     msg = problems[0]["message"]
     assert "2.5.136" in msg and "2.5.140" in msg and "loader picks /usr/lib/libeccl.so" in msg
 
@@ -400,9 +401,8 @@ def test_library_script_reads_an_nccl_version(tmp_path):
     report = _run(sys.executable, _eccl_children.LIBRARY_SCRIPT, ["libnccl.so.2", str(lib)], {"LD_LIBRARY_PATH": str(tmp_path)})
     assert report["by_soname"]["path"] == str(lib)
     assert report["by_soname"]["version_string"] == "2.28.9" and report["by_soname"]["version_number"] is None
-    result, problems = _eccl.classify_library([{"path": str(lib), "realpath": str(lib), "found_in": ["x"],
-                                                "links": [], "in_loader_cache": False, "size": 1}],
-                                              report, _eccl.NCCL_LIBRARY_NAME)
+    copy = {"path": str(lib), "realpath": str(lib), "found_in": ["x"], "links": [], "in_loader_cache": False, "size": 1}
+    result, problems = _eccl_library.classify_library([copy], report, _eccl_library.NCCL_LIBRARY_NAME)
     assert problems == [] and result["version"] == "2.28.9" and result["name"] == "libnccl.so"
 
 

@@ -91,7 +91,7 @@ TAMPERS = [
     ("wheel removed", tampered(("python", "torch_gcu"), None),
      [("wheel", "torch_gcu version", "2.13.0+2.5.136", None)]),
     ("torch moved", tampered(("python", "torch"), "2.14.0"), [("wheel", "torch version", "2.13.0", "2.14.0")]),
-    # the one torch rule (_eccl.torch_matches): a pre-release is not its release
+    # the one torch rule (_torch_rule.torch_matches): a pre-release is not its release
     ("torch pre-release", tampered(("python", "torch"), "2.13.0a0"), [("wheel", "torch version", "2.13.0", "2.13.0a0")]),
     ("no torch", tampered(("python", "torch"), None), [("wheel", "torch version", "2.13.0", None)]),
     ("python gone", tampered(("python", "error"), "/opt/venvs/train/bin/python does not exist"),
