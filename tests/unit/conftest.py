@@ -17,6 +17,25 @@ if COLLECTIONS not in sys.path:
 FIXTURES = os.path.join(TOP, "tests", "unit", "fixtures")
 
 
+def run_play(tmp_path, tasks, extra_vars=None):
+    """One play of `tasks` on localhost, by ansible-playbook with the checkout's
+    collection and extra_vars as a JSON vars file; returns (rc, output)."""
+    import json
+    play = [{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]
+    (tmp_path / "play.yml").write_text(json.dumps(play))
+    argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
+            str(tmp_path / "play.yml")]
+    if extra_vars is not None:
+        (tmp_path / "vars.json").write_text(json.dumps(extra_vars))
+        argv += ["-e", "@" + str(tmp_path / "vars.json")]
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(TOP, "sim", "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=str(tmp_path),
+                          universal_newlines=True, timeout=120, check=False)
+    return proc.returncode, proc.stdout
+
+
 def load_script(relpath, name):
     """Import a controller script that is not a package module (scripts/bench/*.py)."""
     import importlib.util

@@ -6,38 +6,16 @@ by ansible-playbook on localhost. Both tasks fail before anything is written,
 so the refusals change nothing here; the one accepted dist_launch case writes
 only into a temporary directory. The third user of the rule, the eccl_probe
 module, has its trailing-newline cases in tests/unit/plugins/modules/test_eccl_probe.py."""
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from ansible_collections.gcu.topsrider.plugins.filter import env_problems as plugin
-from conftest import TOP
-
-PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+from conftest import run_play
 
 
 def test_filter_is_registered_and_is_the_helper():
     from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import env_problems
     assert plugin.FilterModule().filters() == {"env_problems": env_problems}
-
-
-def run_play(tmp_path, tasks, extra_vars=None):
-    """One play on localhost; returns (rc, output)."""
-    play = [{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]
-    (tmp_path / "play.yml").write_text(json.dumps(play))
-    argv = [PLAYBOOK, "-i", "localhost,", "-c", "local", str(tmp_path / "play.yml")]
-    if extra_vars is not None:
-        (tmp_path / "vars.json").write_text(json.dumps(extra_vars))
-        argv += ["-e", "@" + str(tmp_path / "vars.json")]
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(TOP, "sim", "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(TOP, ".cache", "collections"),
-               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=str(tmp_path),
-                          universal_newlines=True, timeout=120, check=False)
-    return proc.returncode, proc.stdout
 
 
 def test_filter_in_a_template(tmp_path):

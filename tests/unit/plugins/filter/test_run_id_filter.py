@@ -4,19 +4,15 @@
 filter gcu.topsrider.topsrider_run_id (plugins/module_utils/_values.py), and
 playbooks/tasks/start.yml, which every playbook imports to name its run,
 run by ansible-playbook on localhost."""
-import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._report_formats import ReportError, safe_run_id
 from ansible_collections.gcu.topsrider.plugins.module_utils._values import run_id
-from conftest import TOP
+from conftest import TOP, run_play
 
-PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 SHOW = "ID={{ hostvars['localhost']['topsrider_run_id'] }} STARTED={{ hostvars['localhost']['topsrider_run_started'] }}"
 
 
@@ -40,18 +36,9 @@ def test_an_id_that_cannot_name_a_file_is_refused(value):
 
 
 def run_start(tmp_path, extra_vars):
-    play = [{"hosts": "localhost", "gather_facts": False, "tasks": [
+    return run_play(tmp_path, [
         {"name": "Start", "ansible.builtin.import_tasks": os.path.join(TOP, "playbooks", "tasks", "start.yml")},
-        {"name": "Show", "ansible.builtin.debug": {"msg": SHOW}}]}]
-    (tmp_path / "play.yml").write_text(json.dumps(play))
-    (tmp_path / "vars.json").write_text(json.dumps(extra_vars))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(TOP, "sim", "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(TOP, ".cache", "collections"),
-               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
-    proc = subprocess.run([PLAYBOOK, "-i", "localhost,", "-c", "local", str(tmp_path / "play.yml"),
-                           "-e", "@" + str(tmp_path / "vars.json")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          env=env, cwd=str(tmp_path), universal_newlines=True, timeout=120, check=False)
-    return proc.returncode, proc.stdout
+        {"name": "Show", "ansible.builtin.debug": {"msg": SHOW}}], extra_vars)
 
 
 def test_start_names_the_run(tmp_path):

@@ -3,19 +3,14 @@
 """The vendor table (plugins/module_utils/_vendors.py), its filter
 gcu.topsrider.topsrider_vendor as Ansible loads it, and the rule that goes
 with it: no source file compares a vendor's name to pick a value."""
-import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
 from ansible_collections.gcu.topsrider.plugins.module_utils import _vendors
 from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import VENDORS, VendorError, vendor_spec
-from conftest import TOP
-
-PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+from conftest import TOP, run_play
 
 
 def test_every_row_has_the_same_fields_and_a_unique_name():
@@ -39,19 +34,6 @@ def test_a_row_is_a_copy():
     row["tool_dirs"].append("/tmp")
     row["backend"] = "x"
     assert vendor_spec("nvidia")["backend"] == "nccl" and "/tmp" not in vendor_spec("nvidia")["tool_dirs"]
-
-
-def run_play(tmp_path, tasks, extra_vars):
-    play = [{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]
-    (tmp_path / "play.yml").write_text(json.dumps(play))
-    (tmp_path / "vars.json").write_text(json.dumps(extra_vars))
-    argv = [PLAYBOOK, "-i", "localhost,", "-c", "local", str(tmp_path / "play.yml"), "-e", "@" + str(tmp_path / "vars.json")]
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(TOP, "sim", "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(TOP, ".cache", "collections"),
-               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=str(tmp_path),
-                          universal_newlines=True, timeout=120, check=False)
-    return proc.returncode, proc.stdout
 
 
 def test_filter_in_a_play(tmp_path):
