@@ -1,15 +1,20 @@
 # -*- coding: utf-8 -*-
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Drift filters: desired vs actual TopsRider state, and the fleet report in
-JSON, Markdown, JUnit XML and Prometheus text form. The logic lives in
-plugins/plugin_utils/_drift.py (pure, unit-tested); these are thin wrappers."""
+"""Drift filters: desired vs actual TopsRider state (the one comparison,
+plugins/module_utils/_compare.py, which topsrider_state also runs on the
+node), and the fleet report in JSON, Markdown, JUnit XML and Prometheus text
+form (plugins/plugin_utils/_drift.py). Thin wrappers over pure, unit-tested
+code."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible_collections.gcu.topsrider.plugins.module_utils._compare import (
+    DriftError, deploy_pending_reasons, node_findings, probe_findings, sorted_findings,
+)
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._drift import (
-    DriftError, build_report, deploy_pending_reasons, node_findings, to_junit, to_markdown, to_prometheus,
+    build_report, to_junit, to_markdown, to_prometheus,
 )
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._report_formats import ReportError, safe_run_id
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
@@ -17,6 +22,14 @@ from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guar
 
 def _drift_findings(actual, node, desired):
     return node_findings(node, desired, actual)
+
+
+def _with_probe(findings, node, probe):
+    """A node's findings (topsrider_state's) with its eccl_probe's problems added, in report order."""
+    if not isinstance(findings, list):
+        raise DriftError("findings of %s are a list (topsrider_state's findings), got %s"
+                         % (node, type(findings).__name__))
+    return sorted_findings(list(findings) + probe_findings(node, probe if isinstance(probe, dict) else None))
 
 
 def _deploy_pending(findings, state, manifest, manifest_sha256, stage_path, facts_path):
@@ -38,4 +51,5 @@ class FilterModule(object):
             "topsrider_drift_junit": to_junit,
             "topsrider_drift_prometheus": to_prometheus,
             "topsrider_deploy_pending": _deploy_pending,
+            "topsrider_probe_findings": _with_probe,
         }, (DriftError, ReportError))

@@ -8,7 +8,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: topsrider_state
-short_description: Read what TopsRider state a node has, in one pass, for drift checks
+short_description: Read what TopsRider state a node has, in one pass, and compare it with the desired state
 version_added: "0.1.0"
 description:
   - Collects, in one call, everything a drift check compares with the desired state
@@ -21,6 +21,9 @@ description:
     (C(dpkg-query -L)), the GCUs the driver sees (C(efsmi -q), the summary table as
     fall-back) with the PCI view, the processes that hold a card (who uses the node),
     and the node as Slurm sees it (drain state and reason, features, the jobs on it).
+  - Given O(desired), reads what it names and compares the node with it in the same call (RV(findings),
+    RV(pending)); the deploy's fast path and end-state proof and the drift check all use that one read and
+    one comparison.
   - Read-only; never reports C(changed). Something it cannot read (efsmi fails, the
     interpreter is missing) is returned as an C(error) in that part of the result, not a
     failure, so that a drift report can name it.
@@ -57,6 +60,19 @@ options:
       - Read the GCUs the driver sees (efsmi) and the Enflame devices on PCI.
     type: bool
     default: false
+  desired:
+    description:
+      - The state the node should be in (C(desired_state) of C(playbooks/vars/desired_state.yml)) - C(manifest)
+        (the bundle's C(manifest.json)), C(hold), C(files) (each path's C(content), C(mode), C(owner), C(group)),
+        C(python), C(library) (C(name), C(package)), C(expected_count), C(require_healthy) and C(node) (the name
+        findings carry); for a deploy also C(stage_path), C(manifest_sha256) and C(facts_file) (all three).
+      - What it names is read besides what the other options ask for (every deb of the manifest, the files, the
+        Python, the library, the cards; for a deploy also the local facts and every staged file), and the node is
+        compared with it - the collection's one comparison (C(plugins/module_utils/_compare.py)), the same
+        as the filter P(gcu.topsrider.topsrider_drift_findings#filter). See RV(findings) and RV(pending).
+      - A desired state that cannot be compared (no manifest, a relative path) fails before anything is read.
+    type: dict
+    version_added: 0.2.0
   efsmi_path:
     description:
       - Path of efsmi; by default looked up in C(PATH), C(/usr/sbin) and C(/usr/local/bin).
@@ -140,6 +156,11 @@ EXAMPLES = r"""
     devices: true
   register: node_state
 
+- name: Compare the node with the release it should run (the drift check's one call)
+  gcu.topsrider.topsrider_state:
+    desired: "{{ desired_state }}"
+  register: node_check
+
 - name: Who uses the node (processes holding a card) and what Slurm runs there
   gcu.topsrider.topsrider_state:
     holders: true
@@ -152,6 +173,27 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+findings:
+  description: >-
+    With O(desired), every difference between the node and it, in report order - C(node), C(category) (package,
+    env, wheel, library, device, health), C(check), C(expected), C(actual), C(detail); empty when the node is in
+    the desired state.
+  returned: when O(desired) is given
+  type: list
+  elements: dict
+  sample: [{"node": "t20-01", "category": "package", "check": "tops-eccl version", "expected": "2.5.140-1",
+            "actual": "2.5.136-1", "detail": null}]
+  version_added: 0.2.0
+pending:
+  description: >-
+    With a deploy's O(desired) (C(stage_path) given), why deploying the release could still change the node, one
+    line per reason (the findings, the staged bundle, the local facts); empty when it would change nothing.
+    Null for a drift check's desired state.
+  returned: when O(desired) is given
+  type: list
+  elements: str
+  sample: ["package tops-eccl version: expected 2.5.140-1, found 2.5.136-1"]
+  version_added: 0.2.0
 state:
   description: What the node has. Parts that were not asked for are null.
   returned: always
@@ -229,85 +271,9 @@ state:
                "records": {}, "cluster": null}
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg import QUERY_FORMAT
-from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg_io import dpkg_lock_busy
-from ansible_collections.gcu.topsrider.plugins.module_utils._holders import holders_state
-from ansible_collections.gcu.topsrider.plugins.module_utils._node import (
-    C_LOCALE, EFSMI_DIRS, PCI_ROOT, parse_ldconfig_cache, query_then_summary, read_pci,
-)
-from ansible_collections.gcu.topsrider.plugins.module_utils._slurm import NODE_NAME, slurm_state
-from ansible_collections.gcu.topsrider.plugins.module_utils._state import (
-    file_state, library_state, owned_files, packages_state, read_python, space_state, system_state,
-)
-
-
-def _fail_cmd(module, argv, rc, out, err, what):
-    module.fail_json(msg="`%s` failed (rc=%d) while reading %s: %s" % (
-        " ".join(argv), rc, what, (err or out or "").strip() or "no output"),
-        cmd=" ".join(argv), rc=rc, stdout=out, stderr=err)
-
-
-def read_packages(module, names):
-    if not names:
-        return {}
-    argv = [module.get_bin_path("dpkg-query", required=True), "-W", "-f=" + QUERY_FORMAT, "--"] + list(names)
-    rc, out, err = module.run_command(argv, environ_update=C_LOCALE)
-    # rc 1: some names are unknown to dpkg, which is an answer (not installed).
-    if rc not in (0, 1):
-        _fail_cmd(module, argv, rc, out, err, "package versions")
-    return packages_state(names, out)
-
-
-def read_library(module, library, package):
-    ldconfig = module.get_bin_path("ldconfig", required=True, opt_dirs=["/sbin", "/usr/sbin"])
-    argv = [ldconfig, "-p"]
-    rc, out, err = module.run_command(argv, environ_update=C_LOCALE)
-    if rc != 0:
-        state = library_state(library, package, [], [])
-        state["error"] = "`%s` failed (rc=%d): %s" % (" ".join(argv), rc, (err or "").strip())
-        return state
-    resolved = parse_ldconfig_cache(out, library)
-    owned = []
-    if package:
-        argv = [module.get_bin_path("dpkg-query", required=True), "-L", "--", package]
-        rc, listing, err = module.run_command(argv, environ_update=C_LOCALE)
-        # rc 1: the package is not installed, so it owns no copy.
-        if rc not in (0, 1):
-            _fail_cmd(module, argv, rc, listing, err, "the files of " + package)
-        owned = owned_files(listing if rc == 0 else "", library)
-    state = library_state(library, package, resolved, owned)
-    state["error"] = None
-    return state
-
-
-def read_devices(module, efsmi_path):
-    result = {"count": None, "cards": [], "source": None, "pci_count": read_pci(PCI_ROOT)["count"],
-              "error": None}
-    efsmi = efsmi_path or module.get_bin_path("efsmi", required=False, opt_dirs=EFSMI_DIRS)
-    if not efsmi or not os.access(efsmi, os.X_OK):
-        result["error"] = "efsmi not found (%s)" % (efsmi_path or "PATH, " + ", ".join(EFSMI_DIRS))
-        return result
-    parsed, source, q, s = query_then_summary(module, efsmi)
-    if parsed is None:
-        result["error"] = "; ".join(
-            r["error"] if r["timed_out"]
-            else "`%s` rc=%d: %s" % (r["cmd"], r["rc"], (r["stderr"] or r["stdout"] or "").strip()[:300])
-            if r["rc"] != 0 else "`%s`: %s" % (r["cmd"], r["error"][:300]) for r in (q, s) if r is not None)
-        return result
-    cards = sorted(parsed["cards"], key=lambda c: c["index"])
-    result.update(count=len(cards), source=source,
-                  cards=[dict((k, c.get(k)) for k in ("index", "bus_id", "serial", "health")) for c in cards])
-    return result
-
-
-def read_dpkg_lock():
-    try:
-        return {"busy": dpkg_lock_busy(), "error": None}
-    except (IOError, OSError) as e:
-        return {"busy": None, "error": "cannot read the dpkg locks: %s" % e}
+from ansible_collections.gcu.topsrider.plugins.module_utils._compare import DriftError
+from ansible_collections.gcu.topsrider.plugins.module_utils._state_read import param_problems, read_state
 
 
 def main():
@@ -319,6 +285,7 @@ def main():
             library=dict(type="str"),
             library_package=dict(type="str"),
             devices=dict(type="bool", default=False),
+            desired=dict(type="dict"),
             efsmi_path=dict(type="path"),
             dpkg_lock=dict(type="bool", default=False),
             space=dict(type="path"),
@@ -333,34 +300,14 @@ def main():
         required_by={"library_package": "library"},
         supports_check_mode=True,
     )
-    p = module.params
-    bad = [f for f in p["files"] if not os.path.isabs(f)]
-    if bad:
-        module.fail_json(msg="files must be absolute paths, got: %s" % ", ".join(bad))
-    if p["library"] is not None and (not p["library"] or "/" in p["library"]):
-        module.fail_json(msg="library is a file name such as libeccl.so, got %r" % p["library"])
-    if p["slurm_node"] is not None and not NODE_NAME.match(p["slurm_node"]):
-        module.fail_json(msg="slurm_node is a Slurm NodeName (letters, digits, _ . -), got %r" % p["slurm_node"])
-    if (p["slurm_jobs"] or p["slurm_cluster"]) and p["slurm_node"] is None:
-        module.fail_json(msg="slurm_jobs and slurm_cluster need slurm_node")
-    bad_jobs = [j for j in p["slurm_jobs"] if not j.replace("_", "").isdigit()]
-    if bad_jobs:
-        module.fail_json(msg="slurm_jobs are Slurm job ids (digits, or 12_3 for an array task), got %s" % bad_jobs)
-
-    state = {
-        "packages": read_packages(module, p["packages"]),
-        "files": dict((f, file_state(f)) for f in p["files"]),
-        "python": read_python(module, p["python"]) if p["python"] else None,
-        "library": read_library(module, p["library"], p["library_package"]) if p["library"] else None,
-        "devices": read_devices(module, p["efsmi_path"]) if p["devices"] else None,
-        "dpkg_lock": read_dpkg_lock() if p["dpkg_lock"] else None,
-        "space": space_state(p["space"]) if p["space"] else None,
-        "system": system_state(p["facts_dir"]) if p["system"] else None,
-        "holders": holders_state() if p["holders"] else None,
-        "slurm": slurm_state(module, p["slurm_node"], p["slurm_jobs"], p["slurm_cluster"], p["feature_prefix"])
-        if p["slurm_node"] is not None else None,
-    }
-    module.exit_json(changed=False, state=state)
+    problems = param_problems(module.params)
+    if problems:
+        module.fail_json(msg="; ".join(problems))
+    try:
+        result = read_state(module, module.params)
+    except DriftError as e:
+        module.fail_json(msg="cannot compare with the desired state: %s" % e)
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ FILTERS = drift.FilterModule().filters()
 def test_filters_are_registered():
     assert sorted(drift.FilterModule().filters()) == [
         "topsrider_deploy_pending", "topsrider_drift_findings", "topsrider_drift_junit",
-        "topsrider_drift_markdown", "topsrider_drift_prometheus", "topsrider_drift_report"]
+        "topsrider_drift_markdown", "topsrider_drift_prometheus", "topsrider_drift_report",
+        "topsrider_probe_findings"]
 
 
 def test_report_pipeline():
@@ -31,6 +32,7 @@ def test_report_pipeline():
 @pytest.mark.parametrize("call", [
     lambda: FILTERS["topsrider_drift_report"]({}, ["n1"], "../evil"),
     lambda: FILTERS["topsrider_drift_findings"]("not a dict", "n1", {}),
+    lambda: FILTERS["topsrider_probe_findings"]({"not": "a list"}, "n1", {}),
 ])
 def test_errors_are_filter_errors(call):
     with pytest.raises(AnsibleFilterError):
@@ -46,3 +48,14 @@ def test_deploy_pending_reads_the_files_of_the_state():
     pending = FILTERS["topsrider_deploy_pending"]
     assert pending([], state, manifest, "mm", "/c/2", "/etc/ansible/facts.d/topsrider.fact") == []
     assert pending([], {}, manifest, "mm", "/c/2", "/f") != []
+
+
+def test_probe_findings_join_the_read_in_report_order():
+    read = [{"node": "n1", "category": "health", "check": "gcu3 health", "expected": "healthy",
+             "actual": "unhealthy", "detail": None}]
+    probe = {"problems": [{"code": "LIBRARY_MISMATCH", "message": "two libeccl.so", "hint": "ldconfig"}]}
+    joined = FILTERS["topsrider_probe_findings"](read, "n1", probe)
+    assert [f["category"] for f in joined] == ["library", "health"]
+    assert joined[0]["check"] == "eccl_probe LIBRARY_MISMATCH" and joined[0]["node"] == "n1"
+    # a skipped probe (topsrider_drift_probe off) adds nothing
+    assert FILTERS["topsrider_probe_findings"](read, "n1", {"skipped": True, "changed": False}) == read

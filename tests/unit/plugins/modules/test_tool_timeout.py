@@ -12,6 +12,7 @@ import pytest
 
 from ansible.module_utils import basic
 from ansible_collections.gcu.topsrider.plugins.module_utils import _cards, _node
+from ansible_collections.gcu.topsrider.plugins.module_utils import _state_read
 from ansible_collections.gcu.topsrider.plugins.modules import gcu_devices, topsrider_state
 
 from utils import AnsibleExitJson, AnsibleFailJson, exit_json, fail_json, set_module_args
@@ -34,7 +35,7 @@ def patched(monkeypatch, tmp_path):
     monkeypatch.setattr(_cards, "PCI_ROOT", str(tmp_path / "no-pci"))
     monkeypatch.setattr(_cards, "SYS_MODULE_ROOT", str(tmp_path / "no-sys-module"))
     monkeypatch.setattr(_cards, "DEV_ROOT", str(tmp_path / "dev"))
-    monkeypatch.setattr(topsrider_state, "PCI_ROOT", str(tmp_path / "no-pci"))
+    monkeypatch.setattr(_state_read, "PCI_ROOT", str(tmp_path / "no-pci"))
 
 
 def call(main, args):

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from ansible.module_utils import basic
+from ansible_collections.gcu.topsrider.plugins.module_utils import _state_read
 from ansible_collections.gcu.topsrider.plugins.modules import topsrider_state
 
 from utils import AnsibleExitJson, AnsibleFailJson, exit_json, fail_json, set_module_args
@@ -31,7 +32,7 @@ def run(monkeypatch, tmp_path):
     monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path",
                         lambda self, name, required=False, opt_dirs=None: "/usr/bin/" + name)
-    monkeypatch.setattr(topsrider_state, "PCI_ROOT", str(tmp_path / "no-pci"))
+    monkeypatch.setattr(_state_read, "PCI_ROOT", str(tmp_path / "no-pci"))
 
     def go(args, table):
         calls = []
@@ -107,7 +108,7 @@ def test_system_part_reads_the_os_and_the_local_facts_without_a_command(run, tmp
 
 
 def test_preflight_parts_dpkg_lock_and_space(run, monkeypatch, tmp_path):
-    monkeypatch.setattr(topsrider_state, "dpkg_lock_busy", lambda: "/var/lib/dpkg/lock-frontend")
+    monkeypatch.setattr(_state_read, "dpkg_lock_busy", lambda: "/var/lib/dpkg/lock-frontend")
     result, calls = run({"dpkg_lock": True, "space": str(tmp_path / "cache" / "topsrider")}, {})
     assert calls == [] and result["changed"] is False
     assert result["state"]["dpkg_lock"] == {"busy": "/var/lib/dpkg/lock-frontend", "error": None}
@@ -115,7 +116,7 @@ def test_preflight_parts_dpkg_lock_and_space(run, monkeypatch, tmp_path):
 
     def denied():
         raise OSError(13, "Permission denied")
-    monkeypatch.setattr(topsrider_state, "dpkg_lock_busy", denied)
+    monkeypatch.setattr(_state_read, "dpkg_lock_busy", denied)
     result, calls = run({"dpkg_lock": True}, {})
     assert result["state"]["dpkg_lock"]["busy"] is None and "Permission denied" in result["state"]["dpkg_lock"]["error"]
 
@@ -141,4 +142,60 @@ def test_dpkg_query_failure_fails_with_the_command(run):
 ])
 def test_bad_arguments(run, args, msg):
     result, calls = run(args, {})
+    assert result["failed"] and msg in result["msg"] and calls == []
+
+
+def _desired(tmp_path, **extra):
+    env = tmp_path / "topsrider.sh"
+    env.write_text(u"export A=1\n")
+    manifest = {"version": "2.5.136", "files": [
+        {"type": "deb", "package": "tops-eccl", "version": "2.5.136-1", "file": "tops-eccl_2.5.136-1_amd64.deb",
+         "sha256": "11" * 32}]}
+    desired = {"node": "t20-node-1", "manifest": manifest, "hold": True, "python": None, "library": None,
+               "expected_count": 8, "require_healthy": True,
+               "files": {str(env): {"content": "export A=2\n", "mode": "0644", "owner": None, "group": None}}}
+    desired.update(extra)
+    return desired
+
+
+def test_desired_reads_what_it_names_and_compares_in_the_same_call(run, tmp_path):
+    from ansible_collections.gcu.topsrider.plugins.filter import drift
+    stage = tmp_path / "stage"
+    desired = _desired(tmp_path, stage_path=str(stage), manifest_sha256="22" * 32,
+                       facts_file=str(tmp_path / "topsrider.fact"))
+    result, calls = run(
+        {"desired": desired, "efsmi_path": "/bin/true"},
+        {("dpkg-query", "-W", "--", "tops-eccl"): (0, QUERY, ""),
+         ("true", "-q"): (1, "", "Error: open /dev/gcuctl failed\n"),
+         ("true",): (0, efsmi_fixture("t20-summary-8card-idle.txt"), "")})
+    assert result["changed"] is False and len(calls) == 3
+    # every deb of the manifest, the managed file, the local facts and every staged file were read
+    assert sorted(result["state"]["files"]) == sorted(
+        [str(tmp_path / "topsrider.sh"), str(tmp_path / "topsrider.fact"),
+         str(stage / "tops-eccl_2.5.136-1_amd64.deb"), str(stage / "manifest.json")])
+    assert result["state"]["devices"]["count"] == 8
+    assert [(f["node"], f["category"]) for f in result["findings"]] == [("t20-node-1", "env")]
+    # the one comparison: the module's findings are the filter's on the same state
+    assert result["findings"] == drift.FilterModule().filters()["topsrider_drift_findings"](
+        result["state"], "t20-node-1", desired)
+    assert result["pending"][0].startswith("env %s" % (tmp_path / "topsrider.sh"))
+    assert any("do not record this manifest" in r for r in result["pending"])
+    assert any("staged bundle: %s" % (stage / "manifest.json") in r for r in result["pending"])
+
+
+def test_a_drift_check_desired_state_has_findings_but_no_pending(run, tmp_path):
+    result, calls = run({"desired": _desired(tmp_path, expected_count=None), "efsmi_path": "/bin/true"},
+                        {("dpkg-query", "-W", "--", "tops-eccl"): (0, QUERY, ""),
+                         ("true", "-q"): (1, "", "no driver\n"), ("true",): (1, "", "no driver\n")})
+    assert result["pending"] is None
+    assert [f["category"] for f in result["findings"]] == ["env", "device"]
+
+
+@pytest.mark.parametrize("desired,msg", [
+    ({"manifest": None, "files": {}}, "bundle manifest"),
+    ({"manifest": {"files": []}, "files": {"etc/x": {}}}, "not an absolute path"),
+    ({"manifest": {"files": []}, "stage_path": "/var/cache/topsrider/2.5.136"}, "go together"),
+])
+def test_an_unusable_desired_state_fails_before_anything_is_read(run, desired, msg):
+    result, calls = run({"desired": desired}, {})
     assert result["failed"] and msg in result["msg"] and calls == []

@@ -12,6 +12,7 @@ import pytest
 import xmlschema
 from prometheus_client.parser import text_string_to_metric_families
 
+from ansible_collections.gcu.topsrider.plugins.module_utils import _compare
 from ansible_collections.gcu.topsrider.plugins.plugin_utils import _drift
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -112,38 +113,38 @@ TAMPERS = [
 
 
 def test_clean_node_has_no_findings():
-    assert _drift.node_findings("n1", DESIRED, CLEAN) == []
+    assert _compare.node_findings("n1", DESIRED, CLEAN) == []
 
 
 @pytest.mark.parametrize("name,actual,want", TAMPERS, ids=[t[0] for t in TAMPERS])
 def test_each_tamper_is_one_finding_of_its_category(name, actual, want):
-    found = _drift.node_findings("n2", DESIRED, actual)
+    found = _compare.node_findings("n2", DESIRED, actual)
     assert [(f["category"], f["check"], f["expected"], f["actual"]) for f in found] == want
     assert all(f["node"] == "n2" for f in found)
 
 
 def test_env_finding_carries_a_diff():
-    found = _drift.node_findings("n", DESIRED, with_env(ENV_TEXT.replace("WARN", "INFO")))
+    found = _compare.node_findings("n", DESIRED, with_env(ENV_TEXT.replace("WARN", "INFO")))
     assert "-export ECCL_DEBUG=WARN" in found[0]["detail"] and "+export ECCL_DEBUG=INFO" in found[0]["detail"]
 
 
 def test_hold_not_checked_when_not_wanted():
     desired = dict(DESIRED, hold=False)
-    assert _drift.node_findings("n", desired, tampered(("packages", "tops-sdk", "held"), False)) == []
+    assert _compare.node_findings("n", desired, tampered(("packages", "tops-sdk", "held"), False)) == []
 
 
 def test_count_falls_back_to_pci_when_not_expected():
     desired = dict(DESIRED, expected_count=None)
     actual = tampered(("devices", "count"), 7)
-    assert [(f["expected"], f["actual"]) for f in _drift.node_findings("n", desired, actual)] == [(8, 7)]
+    assert [(f["expected"], f["actual"]) for f in _compare.node_findings("n", desired, actual)] == [(8, 7)]
 
 
 @pytest.mark.parametrize("given", [8, "8"])
 def test_expected_count_given_as_text_compares_as_a_number(given):
     # -e topsrider_expected_count=8 on the command line arrives as a string.
     desired = dict(DESIRED, expected_count=given)
-    assert _drift.node_findings("n", desired, CLEAN) == []
-    found = _drift.node_findings("n", desired, tampered(("devices", "count"), 7))
+    assert _compare.node_findings("n", desired, CLEAN) == []
+    found = _compare.node_findings("n", desired, tampered(("devices", "count"), 7))
     assert [(f["check"], f["expected"], f["actual"]) for f in found] == [("card count", 8, 7)]
 
 
@@ -151,7 +152,7 @@ def test_probe_problems_become_findings():
     actual = dict(CLEAN, probe={"healthy": False, "problems": [
         {"code": "TORCH_GCU_MISSING", "message": "torch_gcu missing", "hint": "install it"},
         {"code": "LIBRARY_DUPLICATE", "message": "two copies", "hint": "remove one"}]})
-    found = _drift.node_findings("n", DESIRED, actual)
+    found = _compare.node_findings("n", DESIRED, actual)
     assert [(f["category"], f["check"]) for f in found] == [
         ("wheel", "eccl_probe TORCH_GCU_MISSING"), ("library", "eccl_probe LIBRARY_DUPLICATE")]
 
@@ -159,7 +160,7 @@ def test_probe_problems_become_findings():
 def test_several_tampers_sorted_by_category():
     actual = tampered(("devices", "cards", 1, "health"), False)
     actual["packages"]["tops-eccl"]["version"] = "2.5.140-1"
-    assert [f["category"] for f in _drift.node_findings("n", DESIRED, actual)] == ["package", "health"]
+    assert [f["category"] for f in _compare.node_findings("n", DESIRED, actual)] == ["package", "health"]
 
 
 def fleet(results, hosts=("n1", "n2", "n3")):
@@ -167,7 +168,7 @@ def fleet(results, hosts=("n1", "n2", "n3")):
                                meta={"version": "2.5.136"})
 
 
-DRIFT_N2 = _drift.node_findings("n2", DESIRED, tampered(("devices", "cards", 3, "health"), False))
+DRIFT_N2 = _compare.node_findings("n2", DESIRED, tampered(("devices", "cards", 3, "health"), False))
 OK = {"checked_at": 1735689601.5, "error": None, "findings": []}
 
 
@@ -191,7 +192,7 @@ def test_unreachable_node_is_a_finding_of_its_own():
     assert report["summary"]["by_category"]["unreachable"] == 1
 
 
-SAMPLE = fleet({"n1": OK, "n2": dict(OK, findings=DRIFT_N2 + _drift.node_findings(
+SAMPLE = fleet({"n1": OK, "n2": dict(OK, findings=DRIFT_N2 + _compare.node_findings(
     "n2", DESIRED, with_env(ENV_TEXT + 'export X="a|b"\n')))})
 
 
@@ -281,8 +282,8 @@ def test_prometheus_label_escaping():
 
 
 def test_unknown_category_is_refused():
-    with pytest.raises(_drift.DriftError):
-        _drift.finding("n", "mood", "c", 1, 2)
+    with pytest.raises(_compare.DriftError):
+        _compare.finding("n", "mood", "c", 1, 2)
 
 
 # ------------------------------------------------- deploy's fast path --
@@ -308,7 +309,7 @@ def _converged_files():
 
 
 def _pending(findings=(), files=None):
-    return _drift.deploy_pending_reasons(list(findings), _converged_files() if files is None else files,
+    return _compare.deploy_pending_reasons(list(findings), _converged_files() if files is None else files,
                                          PENDING_MANIFEST, MANIFEST_SHA, STAGE, FACTS)
 
 
@@ -317,7 +318,7 @@ def test_pending_nothing_when_everything_is_in_place():
 
 
 def test_pending_every_drift_finding_is_a_reason():
-    reasons = _pending([_drift.finding("n1", "env", "/etc/profile.d/topsrider.sh", "sha256:" + "a" * 64, "missing")])
+    reasons = _pending([_compare.finding("n1", "env", "/etc/profile.d/topsrider.sh", "sha256:" + "a" * 64, "missing")])
     assert len(reasons) == 1 and reasons[0].startswith("env /etc/profile.d/topsrider.sh: expected sha256:aaa")
 
 

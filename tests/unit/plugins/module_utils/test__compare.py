@@ -1,0 +1,94 @@
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one comparison's entry points: what a desired state makes
+topsrider_state read, what makes a desired state unusable, and compare()
+(findings always, pending only for a deploy's desired state). The findings
+themselves are tested in tests/unit/plugins/plugin_utils/test__drift.py."""
+import copy
+import hashlib
+import json
+
+import pytest
+
+from ansible_collections.gcu.topsrider.plugins.module_utils import _compare
+
+MANIFEST = {"version": "2.5.136", "files": [
+    {"type": "deb", "package": "tops-sdk", "version": "2.5.136-1", "file": "tops-sdk_2.5.136-1_amd64.deb",
+     "sha256": "11" * 32},
+    {"type": "wheel", "package": "torch_gcu", "python": "3.11", "version": "2.13.0+2.5.136",
+     "file": "torch_gcu-2.13.0+2.5.136-cp311-cp311-linux_x86_64.whl", "sha256": "22" * 32}]}
+ENV = "/etc/profile.d/topsrider.sh"
+DRIFT = {"node": "n1", "manifest": MANIFEST, "hold": True, "python": "/usr/bin/python3",
+         "library": {"name": "libeccl.so", "package": "tops-eccl"}, "expected_count": None,
+         "require_healthy": True, "files": {ENV: {"content": "x\n", "mode": "0644", "owner": "root",
+                                                  "group": "root"}}}
+STAGE = "/var/cache/topsrider/2.5.136"
+FACTS = "/etc/ansible/facts.d/topsrider.fact"
+DEPLOY = dict(DRIFT, stage_path=STAGE, manifest_sha256="33" * 32, facts_file=FACTS)
+
+
+def test_drift_reads_the_debs_files_python_library_and_cards():
+    assert _compare.desired_reads(DRIFT) == {
+        "packages": ["tops-sdk"], "files": [ENV], "python": "/usr/bin/python3", "library": "libeccl.so",
+        "library_package": "tops-eccl", "devices": True}
+
+
+def test_a_deploy_also_reads_the_local_facts_and_every_staged_file():
+    files = _compare.desired_reads(DEPLOY)["files"]
+    assert files == [ENV, FACTS, STAGE + "/tops-sdk_2.5.136-1_amd64.deb",
+                     STAGE + "/torch_gcu-2.13.0+2.5.136-cp311-cp311-linux_x86_64.whl", STAGE + "/manifest.json"]
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"manifest": None}, "bundle manifest"),
+    ({"manifest": {"files": "no"}}, "bundle manifest"),
+    ({"files": {"relative/x": {}}}, "not an absolute path"),
+    ({"files": ["/etc/x"]}, "maps absolute paths"),
+    ({"library": {"name": "/usr/lib/libeccl.so"}}, "file name"),
+    ({"python": "python3"}, "absolute path"),
+    ({"stage_path": STAGE}, "go together"),
+    ({"stage_path": "stage", "manifest_sha256": "33", "facts_file": FACTS}, "stage_path is an absolute path"),
+    ({"stage_path": STAGE, "manifest_sha256": "33", "facts_file": "/etc/x\n/evil"}, "facts_file"),
+])
+def test_an_unusable_desired_state_is_named(change, words):
+    desired = dict(DRIFT, **change)
+    problems = _compare.desired_problems(desired)
+    assert problems and any(words in p for p in problems), problems
+
+
+def test_a_usable_desired_state_has_no_problem():
+    assert _compare.desired_problems(DRIFT) == [] and _compare.desired_problems(DEPLOY) == []
+    assert _compare.desired_problems("desired") == [
+        "desired is a mapping (playbooks/vars/desired_state.yml's desired_state), got str"]
+
+
+def _sha(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _converged():
+    staged = dict((STAGE + "/" + f["file"], {"exists": True, "sha256": f["sha256"], "mode": "0600",
+                                              "owner": "root", "group": "root"}) for f in MANIFEST["files"])
+    staged[STAGE + "/manifest.json"] = {"exists": True, "sha256": "33" * 32, "mode": "0600", "owner": "root",
+                                        "group": "root"}
+    staged[ENV] = {"exists": True, "type": "file", "sha256": _sha("x\n"), "content": "x\n", "mode": "0644",
+                   "owner": "root", "group": "root"}
+    staged[FACTS] = {"exists": True, "content": json.dumps({"manifest_sha256": "33" * 32})}
+    return {"packages": {"tops-sdk": {"version": "2.5.136-1", "status": "installed", "held": True}},
+            "files": staged, "python": None, "library": None, "devices": None}
+
+
+def test_compare_a_node_at_the_release():
+    assert _compare.compare(DEPLOY, _converged()) == {"findings": [], "pending": []}
+    # a drift check's desired state has no pending
+    assert _compare.compare(DRIFT, _converged()) == {"findings": [], "pending": None}
+
+
+def test_compare_names_each_difference_once_as_a_finding_and_as_a_reason():
+    state = copy.deepcopy(_converged())
+    state["files"][ENV].update(mode="0666")
+    state["files"][STAGE + "/manifest.json"].update(sha256="44" * 32)
+    out = _compare.compare(DEPLOY, state)
+    assert [(f["node"], f["category"], f["check"]) for f in out["findings"]] == [("n1", "env", ENV + " mode")]
+    assert out["pending"] == ["env %s mode: expected 0644, found 0666" % ENV,
+                              "staged bundle: %s/manifest.json differs from the manifest" % STAGE]
