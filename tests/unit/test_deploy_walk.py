@@ -177,8 +177,13 @@ def loaded(playbook):
         with open(path) as f:
             text = f.read()
         for word in FQCN.findall(text):
-            if os.path.exists(os.path.join(TOP, "plugins", "modules", word + ".py")):
-                add("modules and actions", "plugins/modules/%s.py" % word)
+            module_file = os.path.join(TOP, "plugins", "modules", word + ".py")
+            if os.path.exists(module_file):
+                # A module file that is documentation only (an action plugin's
+                # stub, no main) is never loaded to run the task.
+                with open(module_file) as f:
+                    if "def main(" in f.read():
+                        add("modules and actions", "plugins/modules/%s.py" % word)
                 add("modules and actions", "plugins/action/%s.py" % word)
             elif word in filters:
                 add("filters", filters[word])
@@ -222,9 +227,11 @@ def loaded(playbook):
 
 # Counted on 2026-11-25 (the number docs/architecture.md gives): 79, then 81
 # when _eccl was split into its three jobs (_eccl, _eccl_library, _torch_rule,
-# as issue 29 asks); the issue asks for at most 40. The test keeps it from
+# as issue 29 asks); 2026-11-26: 79, the report writer an action plugin (no
+# script) and the action plugins' documentation stubs, which nothing loads,
+# no longer counted. The issue asks for at most 40. The test keeps it from
 # rising while that work goes on.
-DEPLOY_LOADS = 81
+DEPLOY_LOADS = 79
 
 
 def test_every_file_a_deploy_loads_is_counted():
@@ -237,6 +244,6 @@ def test_every_file_a_deploy_loads_is_counted():
     for expected in ("plugins/modules/deb_bundle.py", "plugins/action/topsrider_wait_free.py",
                      "plugins/filter/truth.py", "plugins/module_utils/_dpkg.py",
                      "plugins/plugin_utils/_fleet_report.py", "roles/tops_sdk/defaults/main.yml",
-                     "roles/bundle_stage/tasks/offer.yml", "playbooks/files/write_reports.py",
+                     "roles/bundle_stage/tasks/offer.yml", "plugins/action/topsrider_reports.py",
                      "roles/bundle_stage/files/bundle_serve.py", "roles/eccl_env/templates/topsrider.sh.j2"):
         assert any(expected in v for v in kinds.values()), (expected, listing)

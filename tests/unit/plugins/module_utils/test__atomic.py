@@ -44,9 +44,3 @@ def test_a_relative_path_is_written_in_its_own_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(str(tmp_path))
     _atomic.write_atomic("r.md", "# r\n", 0o644)
     assert (tmp_path / "r.md").read_text() == "# r\n"
-
-
-def test_write_reports_loads_this_file_by_its_path():
-    script = load_script("playbooks/files/write_reports.py", "write_reports")
-    assert os.path.realpath(script.ATOMIC) == os.path.join(TOP, "plugins", "module_utils", "_atomic.py")
-    assert script.load_atomic().write_atomic.__doc__ == _atomic.write_atomic.__doc__

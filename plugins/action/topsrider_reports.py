@@ -1,0 +1,70 @@
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action of gcu.topsrider.topsrider_reports (documented in plugins/modules/topsrider_reports.py).
+
+Writes a run's report files on the controller, inside the ansible-playbook
+process: no module is sent anywhere and no interpreter started (a command
+task running a script for it cost about half a second per call, twice in a
+no-change deploy). Each file is written next to itself and renamed into
+place (a reader never sees half a report), mode 0644, in its directory, made
+(0755) when missing (a run's first host line makes <kind>-<run id>.d),
+ending with one newline (added when the text has none: a Jinja '\\n' inside
+a YAML block scalar arrives as two characters, so callers do not append one).
+"""
+from __future__ import annotations
+
+import os
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+from ansible_collections.gcu.topsrider.plugins.module_utils._atomic import write_atomic
+
+ARGUMENT_SPEC = {"files": {"type": "list", "elements": "raw", "required": True}}
+
+
+def file_problems(files):
+    """What makes `files` not a list of [path, text] pairs ([] when it is one)."""
+    out = []
+    for pair in files:
+        if (not isinstance(pair, (list, tuple)) or len(pair) != 2 or not isinstance(pair[0], str)
+                or not pair[0] or "\x00" in pair[0] or not isinstance(pair[1], str)):
+            shown = [pair[0], type(pair[1]).__name__] if isinstance(pair, (list, tuple)) and len(pair) == 2 else pair
+            out.append("want [[path, text], ...], got %r" % (shown,))
+    return out
+
+
+def write_reports(files):
+    """Write every [path, text] of `files` (a relative path is taken from
+    the directory ansible-playbook runs in); the paths written, in order."""
+    problems = file_problems(files)
+    if problems:
+        raise ValueError("; ".join(problems))
+    for path, text in files:
+        path = os.path.abspath(path)
+        # Hosts write their lines at once: another may make the run's
+        # directory between a look and a mkdir, so an existing one is fine.
+        os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
+        write_atomic(path, text if text.endswith("\n") else text + "\n", 0o644, prefix=".report-")
+    return [pair[0] for pair in files]
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        problems = file_problems(args["files"])
+        if problems:
+            raise AnsibleActionFail("topsrider_reports: %s; nothing was written" % "; ".join(problems))
+        if self._task.check_mode:
+            result.update(changed=False, written=[], msg="check mode: nothing written")
+            return result
+        try:
+            written = write_reports(args["files"])
+        except (IOError, OSError) as e:
+            raise AnsibleActionFail("topsrider_reports: cannot write the run's reports: %s" % e)
+        # The run's own output on the controller, not a change to the fleet.
+        result.update(changed=False, written=written)
+        return result
