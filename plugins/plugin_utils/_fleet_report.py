@@ -1,8 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The fleet report of deploy.yml, verify.yml and rollback.yml
-(playbooks/tasks/finish.yml builds it) as plain text and as JUnit XML.
+"""The fleet report of deploy.yml, verify.yml and rollback.yml: built from
+the host lines a run kept on the controller (playbooks/tasks/finish.yml calls
+build() through the filter gcu.topsrider.topsrider_fleet_report), and written
+as JSON, Markdown and JUnit XML and printed as plain text.
 
 Pure functions, no ansible imports: the filter plugin gcu.topsrider.report
 calls them on the controller and the unit tests call them directly.
@@ -23,9 +25,10 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import re
+import time
 from xml.etree import ElementTree
 
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._report_formats import xml_document
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._report_formats import safe_run_id, xml_document
 
 RESULTS = ("ok", "failed", "unreachable", "pending", "not started", "deferred")
 # A host that never got this far: its checks did not run (JUnit <skipped>).
@@ -85,6 +88,94 @@ def summarize(rows):
                         else "deferred" if counts["deferred"] else "ok")
     counts["slurm"] = slurm_totals(rows)
     return counts
+
+
+# What a targeted host without a line of its own is, by report_missing_as.
+_MISSING_DETAIL = {
+    "lost": "unreachable: the run lost this host",
+    "not started": "not started: the rollout has not reached this host (a later batch, or it stopped)",
+    "pending": "no result yet: a later batch",
+}
+_NO_RESULT = "no result: unreachable, or the run stopped before this host"
+
+
+def build(found, kind, run_id, targets, lost=(), missing_as="unreachable", check_mode=False, now=None):
+    """The report of a run from the host lines it kept: `found` is the
+    content of every file in <reports>/<kind>-<run id>.d/ (a host's own file
+    is its line, a mapping; deploy.yml's _current.json a list of lines of the
+    hosts already at the release); a host's own line wins. One row per
+    target, in order: its line, else `unreachable` for a host the play lost
+    (`lost`), else `missing_as` (unreachable; not started or pending while
+    later batches of a rollout have not run)."""
+    if missing_as not in RESULTS:
+        raise FleetReportError("missing_as %r is not a result (want one of %s)" % (missing_as, ", ".join(RESULTS)))
+    by_host = {}
+    mine = []
+    for item in found or []:
+        if isinstance(item, dict):
+            mine.append(item)
+        elif isinstance(item, list):
+            for line in item:
+                if isinstance(line, dict) and line.get("host"):
+                    by_host[line["host"]] = line
+        else:
+            raise FleetReportError("a host line file holds %s, not a line or a list of lines" % type(item).__name__)
+    for line in mine:
+        if not line.get("host"):
+            raise FleetReportError("a host line without a host: %r" % (line,))
+        by_host[line["host"]] = line
+    lost = set(lost or ())
+    rows = []
+    for host in targets or []:
+        if host in by_host:
+            rows.append(by_host[host])
+            continue
+        missing = "unreachable" if host in lost else missing_as
+        detail = _MISSING_DETAIL["lost"] if host in lost else _MISSING_DETAIL.get(missing, _NO_RESULT)
+        rows.append({"host": host, "result": missing, "version": None, "changed": False, "duration_s": None,
+                     "detail": detail})
+    summary = summarize(rows)
+    now = time.time() if now is None else float(now)
+    report = {"kind": kind, "id": safe_run_id(run_id), "check_mode": check_mode in (True, "True", "true"),
+              "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)), "hosts": rows,
+              "summary": summary, "status": summary["status"],
+              "unreachable_hosts": [r["host"] for r in rows if r.get("result") == "unreachable"]}
+    _rows(report)
+    return report
+
+
+def _md_detail(value):
+    text = u"" if value is None or value == "" else u"%s" % (value,)
+    return text.replace(u"|", u"/").replace(u"\n", u" ")[:200]
+
+
+def to_markdown(report):
+    """The report as Markdown: a heading, the summary and status lines, the
+    Slurm and unreachable lines when there are any, and a table, one row per
+    host (the detail cut at 200 characters, no '|' or newline in it)."""
+    rows = _rows(report)
+    s = report.get("summary") or {}
+    check = u" (check mode)" if report.get("check_mode") in (True, "True", "true") else u""
+    summary = u"%d ok, %d failed, %d unreachable, %d changed" % (
+        _count(report, "ok"), _count(report, "failed"), _count(report, "unreachable"), _count(report, "changed"))
+    for key, label in (("deferred", "deferred"), ("not_started", "not started")):
+        if _count(report, key):
+            summary += u", %d %s" % (_count(report, key), label)
+    status = report.get("status") or s.get("status")
+    note = u" (not done yet: the deferred nodes were in use; run again later)" if status == "deferred" else u""
+    lines = [u"# TopsRider %s %s%s" % (report.get("kind"), report.get("id"), check), u"", summary + u".", u"",
+             u"Status: **%s**%s" % (status, note)]
+    if isinstance(s.get("slurm"), dict):
+        lines += [u"", _slurm_sentence(s["slurm"])]
+    if report.get("unreachable_hosts"):
+        lines.append(u"Unreachable: %s." % u", ".join(u"%s" % h for h in report["unreachable_hosts"]))
+    lines += [u"", u"| host | result | version | changed | seconds | detail |", u"|---|---|---|---|---|---|"]
+    for r in rows:
+        secs = r.get("duration_s")
+        lines.append(u"| %s | %s | %s | %s | %s | %s |" % (
+            r["host"], r["result"], r.get("version") or u"-", u"yes" if r.get("changed") in (True, "True", "true") else u"no",
+            u"-" if secs is None else secs, _md_detail(r.get("detail"))))
+    return u"\n".join(lines) + u"\n"
 
 
 def slurm_line(info):

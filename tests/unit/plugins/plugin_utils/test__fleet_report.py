@@ -239,3 +239,84 @@ def test_text_names_deferred_nodes_the_status_and_what_slurm_saw():
 def test_an_unknown_status_is_refused():
     with pytest.raises(_fleet_report.FleetReportError, match="unknown status"):
         _fleet_report.to_text(dict(REPORT, status="maybe"))
+
+
+# ------------------------------------------------------------ build, markdown --
+
+LINES = [
+    {"host": "n1", "result": "ok", "version": "2.5.136", "changed": True, "duration_s": 12.3,
+     "detail": "deployed | proven\nnext"},
+    # deploy.yml's _current.json: the hosts already at the release, a list
+    [{"host": "n2", "result": "ok", "version": "2.5.136", "changed": False, "duration_s": 1.0,
+      "detail": "already at 2.5.136"},
+     {"host": "n1", "result": "ok", "version": "2.5.136", "changed": False, "duration_s": 0.1,
+      "detail": "already at 2.5.136"}],
+]
+
+
+def test_build_one_row_per_target_a_hosts_own_line_first():
+    report = _fleet_report.build(LINES, "deploy", "r1", ["n1", "n2", "n3", "n4"], lost=["n4"],
+                                 missing_as="not started", check_mode=False, now=0)
+    assert [(r["host"], r["result"]) for r in report["hosts"]] == [
+        ("n1", "ok"), ("n2", "ok"), ("n3", "not started"), ("n4", "unreachable")]
+    assert report["hosts"][0]["detail"].startswith("deployed")
+    assert report["hosts"][2]["detail"].startswith("not started: the rollout has not reached this host")
+    assert report["hosts"][3]["detail"] == "unreachable: the run lost this host"
+    assert report["status"] == "failed" and report["summary"]["changed"] == 1
+    assert report["unreachable_hosts"] == ["n4"]
+    assert report["written"] == "1970-01-01T00:00:00Z" and report["check_mode"] is False
+
+
+@pytest.mark.parametrize("missing_as, result, words", [
+    ("unreachable", "unreachable", "no result: unreachable, or the run stopped before this host"),
+    ("pending", "pending", "no result yet: a later batch"),
+])
+def test_build_a_target_without_a_line(missing_as, result, words):
+    report = _fleet_report.build([], "verify", "r1", ["n1"], missing_as=missing_as)
+    assert report["hosts"] == [{"host": "n1", "result": result, "version": None, "changed": False,
+                                "duration_s": None, "detail": words}]
+
+
+@pytest.mark.parametrize("args, message", [
+    (([{"result": "ok"}], "deploy", "r1", ["n1"]), "without a host"),
+    (([{"host": "n1", "result": "great"}], "deploy", "r1", ["n1"]), "unknown result"),
+    ((["text"], "deploy", "r1", ["n1"]), "not a line"),
+    (([], "deploy", "r1", ["n1"], (), "later"), "missing_as"),
+])
+def test_build_refuses_what_is_not_a_run_s_lines(args, message):
+    with pytest.raises(_fleet_report.FleetReportError, match=message):
+        _fleet_report.build(*args)
+
+
+def test_build_refuses_a_run_id_that_is_not_a_file_name():
+    with pytest.raises(ValueError):
+        _fleet_report.build([], "deploy", "../evil", ["n1"])
+
+
+def test_markdown_of_a_run():
+    report = _fleet_report.build(LINES, "deploy", "r1", ["n1", "n2", "n3"], missing_as="not started",
+                                 check_mode=True, now=0)
+    assert _fleet_report.to_markdown(report) == (
+        "# TopsRider deploy r1 (check mode)\n"
+        "\n"
+        "2 ok, 0 failed, 0 unreachable, 1 changed, 1 not started.\n"
+        "\n"
+        "Status: **in progress**\n"
+        "\n"
+        "| host | result | version | changed | seconds | detail |\n"
+        "|---|---|---|---|---|---|\n"
+        "| n1 | ok | 2.5.136 | yes | 12.3 | deployed / proven next |\n"
+        "| n2 | ok | 2.5.136 | no | 1.0 | already at 2.5.136 |\n"
+        "| n3 | not started | - | no | - | not started: the rollout has not reached this host "
+        "(a later batch, or it stopped) |\n")
+
+
+def test_markdown_slurm_unreachable_and_a_long_detail():
+    slurm = {"node": "n1", "drained_by_run": True, "resumed": True, "jobs_waited": [{"id": "7"}],
+             "two_releases": [], "other_drain": None}
+    lines = [{"host": "n1", "result": "deferred", "version": None, "changed": False, "duration_s": 3,
+              "detail": "x" * 300, "slurm": slurm}]
+    text = _fleet_report.to_markdown(_fleet_report.build(lines, "deploy", "r1", ["n1", "n2"], lost=["n2"]))
+    assert "\n\nSlurm: 1 node(s) drained by this run, 1 resumed; 1 job(s) waited for" in text
+    assert "\nUnreachable: n2.\n" in text
+    assert "| n1 | deferred | - | no | 3 | %s |\n" % ("x" * 200) in text
