@@ -252,8 +252,6 @@ def deploy_pending_reasons(findings, files, manifest, manifest_sha256, stage_pat
     return reasons
 
 
-
-
 # ------------------------------------------------------------ the one call --
 
 def _is_abs_path(value):

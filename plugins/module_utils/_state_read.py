@@ -28,6 +28,7 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._state import (
     file_state, library_state, owned_files, packages_state, read_python, space_state, system_state,
 )
 
+
 def _fail_cmd(module, argv, rc, out, err, what):
     module.fail_json(msg="`%s` failed (rc=%d) while reading %s: %s" % (
         " ".join(argv), rc, what, (err or out or "").strip() or "no output"),

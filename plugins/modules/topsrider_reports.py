@@ -41,7 +41,9 @@ attributes:
     description: It writes small files at once.
   check_mode:
     support: full
-    description: Writes nothing in check mode; the playbooks run it with check mode off (C(check_mode=false)) so that a check run has its report too.
+    description: >-
+      Writes nothing in check mode; the playbooks run it with check mode off (C(check_mode=false)) so that a
+      check run has its report too.
   diff_mode:
     support: none
     description: No diff of the reports is shown.

@@ -67,8 +67,9 @@ def _sha(text):
 
 
 def _converged():
-    staged = dict((STAGE + "/" + f["file"], {"exists": True, "sha256": f["sha256"], "mode": "0600",
-                                              "owner": "root", "group": "root"}) for f in MANIFEST["files"])
+    staged = dict((STAGE + "/" + f["file"],
+                   {"exists": True, "sha256": f["sha256"], "mode": "0600", "owner": "root", "group": "root"})
+                  for f in MANIFEST["files"])
     staged[STAGE + "/manifest.json"] = {"exists": True, "sha256": "33" * 32, "mode": "0600", "owner": "root",
                                         "group": "root"}
     staged[ENV] = {"exists": True, "type": "file", "sha256": _sha("x\n"), "content": "x\n", "mode": "0644",

@@ -310,7 +310,7 @@ def _converged_files():
 
 def _pending(findings=(), files=None):
     return _compare.deploy_pending_reasons(list(findings), _converged_files() if files is None else files,
-                                         PENDING_MANIFEST, MANIFEST_SHA, STAGE, FACTS)
+                                           PENDING_MANIFEST, MANIFEST_SHA, STAGE, FACTS)
 
 
 def test_pending_nothing_when_everything_is_in_place():
