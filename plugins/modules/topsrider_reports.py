@@ -26,7 +26,8 @@ author:
 options:
   files:
     description:
-      - The files, each a pair C([path, text]) of a path on the controller (a relative one is taken from the directory C(ansible-playbook) runs in) and its whole text.
+      - The files, each a pair C([path, text]) of a path on the controller (a relative one is taken from the
+        directory C(ansible-playbook) runs in) and its whole text.
     type: list
     elements: raw
     required: true

@@ -8,7 +8,6 @@ import stat
 import pytest
 
 from ansible_collections.gcu.topsrider.plugins.module_utils import _atomic
-from conftest import TOP, load_script
 
 
 @pytest.mark.parametrize("mode", [0o600, 0o644])
