@@ -75,14 +75,13 @@ def non_doc_lines(path):
             if number not in doc_lines and line.strip() and not line.strip().startswith("#")]
 
 
-# Module files that still hold their logic (issue 29, step 4; counted on
-# 2026-11-25): the count may only go down. Every other module is
-# documentation and at most THIN lines.
-NOT_YET_THIN = {"deb_bundle": 539, "eccl_probe": 255}
+# Every module file is documentation and at most THIN lines (issue 29,
+# step 4: deb_bundle, eccl_probe and topsrider_state held their logic until
+# 2026-11-26).
 THIN = 60
 
 
 @pytest.mark.parametrize("name", files("modules"))
 def test_module_files_are_docs_and_a_thin_main(name):
     count = len(non_doc_lines(os.path.join(PLUGINS, "modules", name + ".py")))
-    assert count <= NOT_YET_THIN.get(name, THIN), "%s: %d lines outside the documentation" % (name, count)
+    assert count <= THIN, "%s: %d lines outside the documentation" % (name, count)

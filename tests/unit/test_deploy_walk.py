@@ -229,9 +229,11 @@ def loaded(playbook):
 # when _eccl was split into its three jobs (_eccl, _eccl_library, _torch_rule,
 # as issue 29 asks); 2026-11-26: 79, the report writer an action plugin (no
 # script) and the action plugins' documentation stubs, which nothing loads,
-# no longer counted. The issue asks for at most 40. The test keeps it from
+# no longer counted; then 81, eccl_probe's and deb_bundle's logic moved out of
+# their module files into _eccl_probe.py and _deb_bundle.py (thin modules, as
+# the issue asks). The issue asks for at most 40. The test keeps it from
 # rising while that work goes on.
-DEPLOY_LOADS = 79
+DEPLOY_LOADS = 81
 
 
 def test_every_file_a_deploy_loads_is_counted():

@@ -15,6 +15,7 @@ import time
 import pytest
 
 from ansible.module_utils import basic
+from ansible_collections.gcu.topsrider.plugins.module_utils import _deb_bundle
 from ansible_collections.gcu.topsrider.plugins.modules import deb_bundle
 from utils import AnsibleExitJson, AnsibleFailJson, exit_json, fail_json, set_module_args
 
@@ -137,8 +138,8 @@ def env(tmp_path, monkeypatch):
                         lambda self, name, required=False, opt_dirs=None: "/usr/bin/" + name)
     locks = tmp_path / "dpkg"
     locks.mkdir()
-    real = deb_bundle.acquire_dpkg_lock
-    monkeypatch.setattr(deb_bundle, "acquire_dpkg_lock", lambda timeout: real(
+    real = _deb_bundle.acquire_dpkg_lock
+    monkeypatch.setattr(_deb_bundle, "acquire_dpkg_lock", lambda timeout: real(
         timeout, frontend=str(locks / "lock-frontend"), database=str(locks / "lock")))
     cache = tmp_path / "cache"
     b136 = make_bundle(cache, "2.5.136", fake)

@@ -6,6 +6,7 @@ import time
 import pytest
 
 from ansible.module_utils import basic
+from ansible_collections.gcu.topsrider.plugins.module_utils import _eccl_probe
 from ansible_collections.gcu.topsrider.plugins.modules import eccl_probe
 
 from utils import AnsibleExitJson, AnsibleFailJson, exit_json, fail_json, set_module_args
@@ -41,9 +42,9 @@ def node(monkeypatch):
 
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", get_bin_path)
     monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
-    monkeypatch.setattr(eccl_probe, "read_ld_so_conf", lambda: [])
-    monkeypatch.setattr(eccl_probe, "DEFAULT_LIBRARY_DIRS", ())
-    monkeypatch.setattr(eccl_probe, "NCCL_LIBRARY_DIRS", ())
+    monkeypatch.setattr(_eccl_probe, "read_ld_so_conf", lambda: [])
+    monkeypatch.setattr(_eccl_probe, "DEFAULT_LIBRARY_DIRS", ())
+    monkeypatch.setattr(_eccl_probe, "NCCL_LIBRARY_DIRS", ())
     return state
 
 
