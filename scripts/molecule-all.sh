@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Runs molecule scenarios (default first), each with its full test sequence,
 # as a pool. MOLECULE_SCENARIOS="a b" runs those, in that order;
-# MOLECULE_SKIP="a b" leaves scenarios out of the full list (default: fabric,
-# eight nodes and seven fabric checks, which `make fabric-check-test` runs,
-# and slurm, which needs the Slurm image: `make slurm-test`). A name
+# MOLECULE_SKIP="a b" leaves scenarios out of the full list (default: slurm,
+# which needs the Slurm image: `make slurm-test`). A name
 # "make:<target>" in MOLECULE_SCENARIOS runs that make target (with its
 # set-up taken as done: the pool's caller did it) as one more job of the pool:
 # make test runs the README examples and the perf check this way.
@@ -29,7 +28,7 @@ if [ -n "${MOLECULE_SCENARIOS:-}" ]; then
 else
   scenarios=$( { [ -f molecule/default/molecule.yml ] && echo default; \
     for d in molecule/*/molecule.yml; do basename "$(dirname "$d")"; done | grep -vx -e default \
-      $(for s in ${MOLECULE_SKIP-fabric slurm}; do printf -- '-e %s ' "$s"; done) | LC_ALL=C sort; } )
+      $(for s in ${MOLECULE_SKIP-slurm}; do printf -- '-e %s ' "$s"; done) | LC_ALL=C sort; } )
 fi
 jobs=${MOLECULE_JOBS:-2}
 junit_dir=$top/.cache/molecule-junit
