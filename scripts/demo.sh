@@ -20,11 +20,12 @@ play() {
     | { grep --line-buffered -E '^ASYNC (POLL|OK|FAILED)' || true; }
   rc=${PIPESTATUS[0]}
   set -e
-  # the last fleet report the run printed (tasks/finish.yml, a failed run's
-  # included: a YAML literal block, every line whole), then the recap
-  awk '/^TASK \[/ { if (inb) last = out; inb = 0; intask = ($0 ~ /Report \| Print it/); next }
-       intask && /^ +msg: \|/ { inb = 1; out = ""; next }
-       inb { if ($0 ~ /^        / || $0 == "") { sub(/^        /, ""); out = out $0 "\n" } else { last = out; inb = 0 } }
+  # the last fleet report the run printed (tasks/finish.yml's report task,
+  # a failed run's included: plain lines, printed as they are between the
+  # task's heading and its result), then the recap
+  awk '/^TASK \[/ { if (inb) last = out; inb = ($0 ~ /Report \| .*print it/); out = ""; next }
+       inb && /^(ok|changed|fatal|skipping): \[|^PLAY / { last = out; inb = 0; next }
+       inb { out = out $0 "\n" }
        END { if (inb) last = out; printf "%s", last }' "$log"
   sed -n '/PLAY RECAP/,$p' "$log"
   echo "(full output: $log, exit $rc)"
@@ -37,7 +38,8 @@ sim/fleet down >/dev/null
 sim/fleet up "$n"
 
 say "What the fleet is (playbooks/fleet_info.yml)"
-ansible-playbook -i "$inv" playbooks/fleet_info.yml | sed -n '/Print the fleet table/,/PLAY RECAP/p' | sed '$d'
+ansible-playbook -i "$inv" playbooks/fleet_info.yml | sed -n '/Print the fleet table/,/PLAY RECAP/p' \
+  | grep -v -e '^TASK \[' -e '^ok: \[' -e '^PLAY RECAP' -e '^$'
 
 common=(-e topsrider_python=/opt/venvs/train/bin/python -e topsrider_expected_count=8)
 
@@ -78,7 +80,8 @@ play repair-drift playbooks/deploy.yml "${common[@]}" -e topsrider_bundle_dir="$
 drift fixed
 
 say "Fleet after the story"
-ansible-playbook -i "$inv" playbooks/fleet_info.yml | sed -n '/Print the fleet table/,/PLAY RECAP/p' | sed '$d'
+ansible-playbook -i "$inv" playbooks/fleet_info.yml | sed -n '/Print the fleet table/,/PLAY RECAP/p' \
+  | grep -v -e '^TASK \[' -e '^ok: \[' -e '^PLAY RECAP' -e '^$'
 # The minimal callback (not -o, whose oneline callback is deprecated): "host | CHANGED | rc=0 >>", then the output.
 ANSIBLE_LOAD_CALLBACK_PLUGINS=1 ANSIBLE_STDOUT_CALLBACK=ansible.builtin.minimal \
   ansible -i "$inv" t20 -m ansible.builtin.command -a "dpkg-query -W -f '\${Package}=\${Version} ' tops-sdk topsfactor tops-eccl" \

@@ -10,6 +10,11 @@ place (a reader never sees half a report), mode 0644, in its directory, made
 (0755) when missing (a run's first host line makes <kind>-<run id>.d),
 ending with one newline (added when the text has none: a Jinja '\\n' inside
 a YAML block scalar arrives as two characters, so callers do not append one).
+
+`show`: text printed on the controller's terminal as it is, line for line,
+through Ansible's display: a person reads the same plain lines under any
+stdout callback and result format (a debug task's msg is one JSON string
+with \\n escapes under the stock configuration).
 """
 from __future__ import annotations
 
@@ -17,9 +22,13 @@ import os
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 from ansible_collections.gcu.topsrider.plugins.module_utils._atomic import write_atomic
 
-ARGUMENT_SPEC = {"files": {"type": "list", "elements": "raw", "required": True}}
+display = Display()
+
+ARGUMENT_SPEC = {"files": {"type": "list", "elements": "raw", "required": True},
+                 "show": {"type": "str"}}
 
 
 def file_problems(files):
@@ -59,12 +68,15 @@ class ActionModule(ActionBase):
         if problems:
             raise AnsibleActionFail("topsrider_reports: %s; nothing was written" % "; ".join(problems))
         if self._task.check_mode:
-            result.update(changed=False, written=[], msg="check mode: nothing written")
-            return result
-        try:
-            written = write_reports(args["files"])
-        except (IOError, OSError) as e:
-            raise AnsibleActionFail("topsrider_reports: cannot write the run's reports: %s" % e)
+            written = []
+            result["msg"] = "check mode: nothing written"
+        else:
+            try:
+                written = write_reports(args["files"])
+            except (IOError, OSError) as e:
+                raise AnsibleActionFail("topsrider_reports: cannot write the run's reports: %s" % e)
+        if args["show"]:
+            display.display(args["show"].rstrip("\n"))
         # The run's own output on the controller, not a change to the fleet.
         result.update(changed=False, written=written)
         return result

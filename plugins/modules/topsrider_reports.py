@@ -31,6 +31,13 @@ options:
     type: list
     elements: raw
     required: true
+  show:
+    description:
+      - Text printed on the controller's terminal as it is, line for line, after the files are written (the
+        report a person reads). It goes through Ansible's display, not the task's result, so it reads the same
+        plain lines under any stdout callback and result format (a C(debug) message is one JSON string under
+        the stock configuration). Printed in check mode too.
+    type: str
 extends_documentation_fragment:
   - gcu.topsrider.attributes
 attributes:
@@ -62,6 +69,7 @@ EXAMPLES = r'''
       - ["{{ reports }}/drift-{{ run_id }}.json", "{{ report | to_nice_json }}"]
       - ["{{ reports }}/drift-{{ run_id }}.md", "{{ report | gcu.topsrider.topsrider_drift_markdown }}"]
       - ["{{ reports }}/drift-latest.json", "{{ report | to_nice_json }}"]
+    show: "{{ report | gcu.topsrider.topsrider_drift_markdown }}"
   delegate_to: localhost
   run_once: true
   check_mode: false

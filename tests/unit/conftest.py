@@ -17,9 +17,11 @@ if COLLECTIONS not in sys.path:
 FIXTURES = os.path.join(TOP, "tests", "unit", "fixtures")
 
 
-def run_play(tmp_path, tasks, extra_vars=None):
+def run_play(tmp_path, tasks, extra_vars=None, config=None):
     """One play of `tasks` on localhost, by ansible-playbook with the checkout's
-    collection and extra_vars as a JSON vars file; returns (rc, output)."""
+    collection and extra_vars as a JSON vars file; returns (rc, output).
+    config: the ansible.cfg to use (default: the simulator's, sim/ansible.cfg;
+    os.devnull for Ansible's stock settings)."""
     import json
     play = [{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]
     (tmp_path / "play.yml").write_text(json.dumps(play))
@@ -28,7 +30,7 @@ def run_play(tmp_path, tasks, extra_vars=None):
     if extra_vars is not None:
         (tmp_path / "vars.json").write_text(json.dumps(extra_vars))
         argv += ["-e", "@" + str(tmp_path / "vars.json")]
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(TOP, "sim", "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+    env = dict(os.environ, ANSIBLE_CONFIG=config or os.path.join(TOP, "sim", "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
                ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
     proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=str(tmp_path),

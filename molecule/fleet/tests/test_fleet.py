@@ -111,7 +111,7 @@ def test_junit_of_the_upgrade_and_the_rollback_validates(host):
 
 def test_the_failed_upgrade_prints_its_report_unwrapped(host):
     """The run that failed on node4 prints the fleet report as plain text: one
-    whole line per host (the YAML callback's literal block), none folded."""
+    whole line per host (printed as they are by the reports action), none folded."""
     with open(os.path.join(EPH, "upgrade.log")) as f:
         log = re.sub(r"\x1b\[[0-9;]*m", "", f.read())  # molecule forces colour
     assert "TopsRider deploy " in log

@@ -81,3 +81,23 @@ def test_as_a_play_runs_it_a_bad_pair_fails_the_task_and_writes_nothing(tmp_path
         "files": [[str(tmp_path / "a.json"), "x"], [str(tmp_path / "b.json"), {"not": "text"}]]}}])
     assert rc != 0 and "want [[path, text], ...]" in output and "nothing was written" in output
     assert not (tmp_path / "a.json").exists()
+
+
+@pytest.mark.parametrize("stock", [True, False])
+def test_show_prints_plain_lines_under_the_stock_and_the_project_settings(tmp_path, stock):
+    """Ansible's stock callback prints a debug message as one JSON string
+    (\\n escapes, quotes); the report shown by the action reads as it is,
+    with an empty ansible.cfg as with the project's."""
+    config = None
+    if stock:
+        config = str(tmp_path / "stock.cfg")
+        (tmp_path / "stock.cfg").write_text(u"")
+    text = "TopsRider deploy r1\n\n1 ok, 1 failed, 0 unreachable, 0 changed.\nnode1  ok      2.5.136  \"quoted\""
+    rc, output = run_play(tmp_path, [{"gcu.topsrider.topsrider_reports": {
+        "files": [[str(tmp_path / "r.md"), "# r"]], "show": text}, "check_mode": True}], config=config)
+    assert rc == 0, output
+    lines = output.splitlines()
+    for line in text.splitlines():
+        if line:
+            assert line in lines, output
+    assert "\\n" not in output and not (tmp_path / "r.md").exists()
