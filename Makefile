@@ -104,7 +104,7 @@ units: venv collection-link
 SLOW_SCENARIOS := slurm rollback_truth staging fabric drift dist_launch
 FAST_POOL := make:readme-test fleet make:sanity eccl_probe bullseye default make:units nvidia_node \
              gcu_devices bad_input deb_bundle make:perf-check make:lint
-FULL_POOL := slurm rollback_truth make:readme-test staging fabric fleet drift dist_launch make:sanity eccl_probe \
+FULL_POOL := slurm rollback_truth fabric make:readme-test staging fleet drift dist_launch make:sanity eccl_probe \
              bullseye default make:units nvidia_node gcu_devices bad_input deb_bundle make:perf-check make:lint
 
 # make molecule: the scenarios of make test's pool alone.
