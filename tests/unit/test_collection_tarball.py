@@ -21,7 +21,7 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.path.dirname(sys.executable)
 
 SHIPPED = ("scripts/topsrider-manifest", "scripts/topsrider-drift", "scripts/topsrider-fabric",
-           "contrib/cron/topsrider-drift", "contrib/systemd/topsrider-drift.service",
+           "contrib/cron/topsrider-drift", "contrib/systemd/topsrider-drift.service", "contrib/default/topsrider-drift",
            "contrib/execution-environment.yml", "contrib/prometheus/topsrider-alerts.yml", "playbooks/drift.yml", "plugins/modules/deb_bundle.py",
            "roles/tops_sdk/tasks/main.yml", "changelogs/changelog.yaml", "CHANGELOG.md", "README.md")
 LEFT_OUT = ("molecule/", "sim/", "tests/", "scripts/bench/", "scripts/molecule-all.sh", "scripts/sanity.sh",

@@ -13,6 +13,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from ansible_collections.gcu.topsrider.plugins.plugin_utils import _drift
+from conftest import load_script
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 RULES_DIR = os.path.join(TOP, "contrib", "prometheus")
@@ -32,7 +33,7 @@ def run(*args):
 
 def test_promtool_check_rules():
     r = run("check", "rules", RULES)
-    assert r.returncode == 0 and "SUCCESS: 4 rules found" in r.stdout, r.stdout
+    assert r.returncode == 0 and "SUCCESS: 5 rules found" in r.stdout, r.stdout
 
 
 def test_promtool_test_rules():
@@ -52,13 +53,17 @@ def test_promtool_test_rules_can_fail(tmp_path):
     assert r.returncode != 0 and "TopsRiderDriftCheckStale" in r.stdout, r.stdout
 
 
-def test_rules_use_only_metrics_the_drift_textfile_has():
+def test_rules_use_only_metrics_the_drift_textfiles_have(tmp_path):
+    """The playbook's textfile (per node) and the wrapper's (the run itself)."""
     report = _drift.build_report(["n1", "n2"], {"n1": {"checked_at": 1735689601.5, "findings": [], "error": None}},
                                  "20250101T000000Z", now=1735689600.0)
     written = set(f.name for f in text_string_to_metric_families(_drift.to_prometheus(report)))
+    load_script("scripts/topsrider_check.py", "topsrider_check").write_run_metric(
+        str(tmp_path), "drift", False, 4, 1735689600.0)
+    written |= set(f.name for f in text_string_to_metric_families((tmp_path / "topsrider_drift_run.prom").read_text()))
     with open(RULES) as f:
         rules = [r for g in yaml.safe_load(f)["groups"] for r in g["rules"]]
     used = set(m for r in rules for m in re.findall(r"\btopsrider_[a-z_]+\b", r["expr"]))
     assert used and used <= written, used - written
     assert {"topsrider_drift_last_success_timestamp_seconds", "topsrider_drift_up",
-            "topsrider_drift_healthy"} <= used
+            "topsrider_drift_healthy", "topsrider_drift_run_ok"} <= used
