@@ -155,6 +155,13 @@ def main(argv=None):
         }, sort_keys=True)
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
+    # Every rank past its last collective before any tears the group down: a
+    # rank that destroyed it while a peer on another node was still in one
+    # aborted at exit ("terminate called without an active exception", seen
+    # on the simulator's gloo under load), failing a job that had succeeded.
+    done = torch.zeros(1).to(device)
+    dist.all_reduce(done)
+    float(done.cpu())
     dist.destroy_process_group()
     return 0
 
