@@ -27,6 +27,7 @@ help:
 	@echo "make setup  only the set-up (venv, docker engine, sim image, bundles)"
 	@echo "make bench  fleets of 1, 4 and 16 nodes: what each playbook costs (docs/performance.md)"
 	@echo "make fabric-check-test  the fabric scenario alone, with five clean runs (docs/fabric.md; CI runs it with one)"
+	@echo "make installed-test  the built tarball, installed, run as an operator runs it (stock Ansible settings, SSH, cron line)"
 	@echo "make slurm-test  molecule slurm: a real Slurm cluster of simulated nodes, sbatch and the health gate (docs/slurm.md)"
 	@echo "make bench-large  16 nodes, 1 GiB bundle: copying the .run to every node vs the staging alone vs a fresh deploy"
 	@echo "make bench-mitogen  the same with Mitogen's strategy (measured, not shipped)"
@@ -102,9 +103,9 @@ units: venv collection-link
 # test-slow runs them alone.
 # tests/unit/test_test_pools.py checks that every scenario is in a pool.
 SLOW_SCENARIOS := slurm rollback_truth staging fabric drift dist_launch
-FAST_POOL := make:readme-test fleet make:sanity eccl_probe bullseye default make:units nvidia_node \
+FAST_POOL := make:readme-test make:installed-test fleet make:sanity eccl_probe bullseye default make:units nvidia_node \
              gcu_devices bad_input deb_bundle make:perf-check make:lint
-FULL_POOL := slurm rollback_truth fabric make:readme-test staging fleet drift dist_launch make:sanity eccl_probe \
+FULL_POOL := slurm rollback_truth fabric make:readme-test make:installed-test staging fleet drift dist_launch make:sanity eccl_probe \
              bullseye default make:units nvidia_node gcu_devices bad_input deb_bundle make:perf-check make:lint
 
 # make molecule: the scenarios of make test's pool alone.
@@ -138,6 +139,14 @@ slurm-test: setup slurm-image
 .PHONY: readme-test
 readme-test: setup
 	$(VENV)/bin/python tests/readme/run.py
+
+# The built tarball installed as an operator installs it and run from an empty
+# directory with Ansible's stock settings against two simulated nodes over SSH
+# (tests/installed/run.py: fleet_info, a failed deploy, a deploy, the cron line
+# of the nightly drift check).
+.PHONY: installed-test
+installed-test: setup
+	$(VENV)/bin/python tests/installed/run.py
 
 # ---- the simulated fleet and the demo ----------------------------------------
 fleet-up: setup

@@ -484,7 +484,8 @@ class DebBundle(object):
             state_msg = ("putting the node back did not complete (%s); the node is left with: %s"
                          % ("; ".join(problems), _describe(packages, held)))
         self.result["changed"] = not ok
-        self.fail("%s failed (rc=%d): %s. %s" % (" ".join(argv), rc, _tail(err or out), state_msg),
+        # The reason first (the output's tail), the whole command line in cmd.
+        self.fail("%s failed (rc=%d): %s. %s" % (_short(argv), rc, _tail(err or out), state_msg),
                   cmd=" ".join(argv), rc=rc, stdout=out, stderr=err, restored=ok,
                   packages=packages, held=held, restore_problems=problems)
 
@@ -559,6 +560,11 @@ class DebBundle(object):
                 problems.append("%s is %s %s, wanted %s" % (
                     name, installed_version(entry), entry["status"] if entry else "absent", t["version"]))
         return not problems, problems
+
+
+def _short(argv):
+    """dpkg's name and its action ("dpkg --install"), not every .deb's path."""
+    return " ".join([os.path.basename(argv[0])] + [a for a in argv[1:] if a.startswith("--") and a != "--"][:1])
 
 
 def _tail(text, lines=8):

@@ -35,6 +35,11 @@ RESULTS = ("ok", "failed", "unreachable", "pending", "not started", "deferred")
 NOT_RUN = ("pending", "not started", "deferred")
 STATUSES = ("ok", "deferred", "failed", "in progress")
 
+# The width of a host's line in the printed table: a terminal's (a longer
+# detail is cut there; the JSON and Markdown reports keep all of it).
+TEXT_WIDTH = 160
+_CUT = u" ..."
+
 # Anything a terminal or YAML's block scalar would not show as one plain line.
 _UNPRINTABLE = re.compile(u"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u2028\\u2029\\ufeff]")
 
@@ -145,14 +150,13 @@ def build(found, kind, run_id, targets, lost=(), missing_as="unreachable", check
 
 
 def _md_detail(value):
-    text = u"" if value is None or value == "" else u"%s" % (value,)
-    return text.replace(u"|", u"/").replace(u"\n", u" ")[:200]
+    return _one_line(value).replace(u"|", u"/")
 
 
 def to_markdown(report):
     """The report as Markdown: a heading, the summary and status lines, the
     Slurm and unreachable lines when there are any, and a table, one row per
-    host (the detail cut at 200 characters, no '|' or newline in it)."""
+    host (the whole detail, on one line, no '|' in it)."""
     rows = _rows(report)
     s = report.get("summary") or {}
     check = u" (check mode)" if report.get("check_mode") in (True, "True", "true") else u""
@@ -247,8 +251,10 @@ def _slurm_sentence(s):
 
 def to_text(report):
     """The report as plain text for a terminal: a heading, the summary line and
-    an aligned table, one line per host, nothing wrapped or cut, no trailing
-    space (so that Ansible's YAML output shows it as a literal block, line for line)."""
+    an aligned table, one line per host of at most TEXT_WIDTH characters (a
+    longer detail is cut there, ending in ' ...', and a line under the table
+    says where the whole of it is), nothing wrapped, no trailing space (so that
+    Ansible's YAML output shows it as a literal block, line for line)."""
     rows = _rows(report)
     check = u" (check mode)" if report.get("check_mode") in (True, "True", "true") else u""
     title = u"TopsRider %s %s%s" % (_one_line(report.get("kind")), _one_line(report.get("id")), check)
@@ -278,8 +284,15 @@ def to_text(report):
                       u"-" if secs is None else u"%.1f" % secs, _one_line(r.get("detail"))))
     widths = [max(len(t[i]) for t in table) for i in range(len(head) - 1)]
     lines.append(u"")
+    cut = False
     for t in table:
-        lines.append((u"  ".join(c.ljust(w) for c, w in zip(t, widths)) + u"  " + t[-1]).rstrip())
+        line = (u"  ".join(c.ljust(w) for c, w in zip(t, widths)) + u"  " + t[-1]).rstrip()
+        if len(line) > TEXT_WIDTH:
+            line = line[:TEXT_WIDTH - len(_CUT)].rstrip() + _CUT
+            cut = True
+        lines.append(line)
+    if cut:
+        lines += [u"", u"(A detail that ends in '...' is cut to fit the line: the JSON and Markdown reports have all of it.)"]
     return u"\n".join(lines) + u"\n"
 
 
@@ -292,7 +305,7 @@ def to_junit(report):
     written = u"%s" % (report.get("written") or "")
     if not re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ?$", written):
         raise FleetReportError("written: want YYYY-MM-DDTHH:MM:SSZ, got %r" % (written,))
-    # A host's seconds count from the start of the run (batches wait their turn): the run took the longest.
+    # A host's seconds are its own (from its turn's start); hosts of a batch overlap: the suite's time is the longest host's.
     total = max([_seconds(r.get("duration_s")) or 0.0 for r in rows] or [0.0])
     root = ElementTree.Element("testsuites", {"name": "topsrider-%s" % kind, "time": "%.1f" % total})
     suite = ElementTree.SubElement(root, "testsuite", {

@@ -344,7 +344,7 @@ def plan(r):
     r.controller("using")
     out = open(os.path.join(LOGS, "using.log")).read()
     for node in NODES:
-        check("%s: Debian" % node in out, "fleet_info.yml printed no line for %s" % node, out[-2000:])
+        check(re.search(r"(?m)^%s +ok +Debian " % node, out), "fleet_info.yml printed no line for %s" % node, out[-2000:])
 
     r.controller("manifest")
 

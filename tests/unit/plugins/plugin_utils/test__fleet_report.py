@@ -81,15 +81,18 @@ def test_bad_reports_are_refused(bad, message):
         _fleet_report.to_junit(report)
 
 
-def test_text_is_one_aligned_line_per_host_and_nothing_is_cut():
+def test_text_is_one_aligned_line_per_host_that_fits_a_terminal():
     text = _fleet_report.to_text(REPORT)
     lines = text.rstrip("\n").split("\n")
+    assert max(len(line) for line in lines) <= _fleet_report.TEXT_WIDTH
     assert lines[0] == "TopsRider deploy 20261123T101500Z-ab12"
     assert lines[2] == "2 ok, 1 failed, 1 unreachable, 2 changed, 1 not started."
     assert lines[3] == "Unreachable: t20-node-3."
-    table = lines[5:]
+    table = lines[5:11]
+    assert lines[11:] == ["", "(A detail that ends in '...' is cut to fit the line: the JSON and Markdown reports have all of it.)"]
     assert len(table) == 6 and table[0].split() == ["host", "result", "version", "changed", "seconds", "detail"]
-    assert table[1].endswith(LONG) and table[1].split()[:5] == ["t20-node-1", "ok", "2.5.140", "yes", "41.2"]
+    assert len(table[1]) == _fleet_report.TEXT_WIDTH and table[1].endswith(" ...")
+    assert LONG.startswith(table[1][table[1].index("8 cards"):-4]) and table[1].split()[:5] == ["t20-node-1", "ok", "2.5.140", "yes", "41.2"]
     assert table[4].split()[:5] == ["t20-node-4", "failed", "2.5.136", "no", "12.5"]
     assert "tops-eccl postinst: exit 1 | see log" in table[4]
     assert table[3].split()[:5] == ["t20-node-3", "unreachable", "-", "no", "-"]
@@ -136,7 +139,9 @@ def test_real_reports(name):
     text = _fleet_report.to_text(report)
     for h in report["hosts"]:
         (line,) = [t for t in text.split("\n") if t.startswith(h["host"] + " ")]
-        assert line.split()[1] == h["result"].split()[0] and line.endswith(" ".join(h["detail"].split()))
+        detail = " ".join(h["detail"].split())
+        assert line.split()[1] == h["result"].split()[0] and len(line) <= _fleet_report.TEXT_WIDTH
+        assert line.endswith(detail) or (line.endswith(" ...") and detail.startswith(line[line.index(detail[:20]):-4]))
 
 
 # ---------------------------------------------------------------- issue 28: deferred nodes, the run's status, Slurm
@@ -319,4 +324,4 @@ def test_markdown_slurm_unreachable_and_a_long_detail():
     text = _fleet_report.to_markdown(_fleet_report.build(lines, "deploy", "r1", ["n1", "n2"], lost=["n2"]))
     assert "\n\nSlurm: 1 node(s) drained by this run, 1 resumed; 1 job(s) waited for" in text
     assert "\nUnreachable: n2.\n" in text
-    assert "| n1 | deferred | - | no | 3 | %s |\n" % ("x" * 200) in text
+    assert "| n1 | deferred | - | no | 3 | %s |\n" % ("x" * 300) in text  # the whole detail: the file is for details
