@@ -42,7 +42,8 @@ dest=$top/.cache/sanity/ansible_collections/gcu/topsrider
 rm -rf "$dest"
 mkdir -p "$dest"
 cd "$top"
-# sim/ and scripts/ are build_ignore'd tools, not collection content: left out.
+# sim/ (not in the tarball) and scripts/ (tools, not plugin code; galaxy.yml's
+# manifest ships only the operator tools from it): left out.
 git ls-files -z --cached --others --exclude-standard -- . ':!sim' ':!scripts' | while IFS= read -r -d '' f; do
   [ -e "$f" ] && printf '%s\0' "$f"
 done | tar --null -T - -cf - | tar -xf - -C "$dest"

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Callback plugin for `make bench` and the perf check: per-host task counts and
 the bundle bytes a run really sent, as JSON (controller side, not collection
-content: scripts/ is build_ignore'd).
+content: scripts/bench is not in galaxy.yml's manifest allow-list).
 
 Enable with
   ANSIBLE_CALLBACK_PLUGINS=<a directory with only this file> ANSIBLE_CALLBACKS_ENABLED=bench_stats

@@ -3,6 +3,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 COLLECTIONS = os.path.join(TOP, ".cache", "collections")
@@ -57,3 +59,35 @@ def build_release(directory):
     directory.mkdir()
     subprocess.run(["dpkg-deb", "--root-owner-group", "--build", str(pkg), str(directory / "tops-sdk_9.9.9-1_amd64.deb")],
                    check=True, stdout=subprocess.DEVNULL)
+
+
+def galaxy_version():
+    """The collection's version: galaxy.yml is the one place it is written."""
+    import yaml
+    with open(os.path.join(TOP, "galaxy.yml")) as f:
+        return str(yaml.safe_load(f)["version"])
+
+
+def stock_env(tmp):
+    """This environment without ANSIBLE_* settings: an empty ansible.cfg and
+    Ansible's state under tmp, the venv's tools first on PATH."""
+    config = tmp / "empty.cfg"
+    config.write_text("")
+    env = dict((k, v) for k, v in os.environ.items() if not k.startswith("ANSIBLE_"))
+    env.update(PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""), ANSIBLE_CONFIG=str(config),
+               ANSIBLE_COLLECTIONS_PATH=str(tmp / "collections"), ANSIBLE_HOME=str(tmp / "home"),
+               ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-tmp"), ANSIBLE_NOCOLOR="1")
+    return env
+
+
+@pytest.fixture(scope="session")
+def collection_tarball(tmp_path_factory):
+    """The tarball `ansible-galaxy collection build` makes of the checkout,
+    built once per session (test_collection_tarball, test_execution_environment)."""
+    tmp = tmp_path_factory.mktemp("build")
+    proc = subprocess.run(["ansible-galaxy", "collection", "build", "--output-path", str(tmp / "dist"), TOP],
+                          cwd=str(tmp), env=stock_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout
+    (tarball,) = list((tmp / "dist").iterdir())
+    return tarball
