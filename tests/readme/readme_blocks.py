@@ -15,6 +15,9 @@ kinds:
   play        a yaml block that is a playbook (written to the file its first
               comment names, e.g. `# site-launch.yml`, and run with ansible-playbook)
   tasks       a yaml block of tasks, run as the tasks of a play against a node
+  file        a file the reader writes (any language): its first line is a comment
+              naming it (`# ansible.cfg`), and it is written there, unchanged, in
+              the work directory the other blocks run in
 
 lines= picks the logical lines (continuations joined, comments and blank lines
 not counted) that run, in their order; the others need the reason after `;`.
@@ -24,7 +27,7 @@ import re
 
 MARKER_RE = re.compile(r"^<!--\s*readme-test:\s*(?P<body>.*?)\s*-->\s*$")
 FENCE_RE = re.compile(r"^```(?P<lang>[A-Za-z0-9_-]*)\s*$")
-KINDS = ("controller", "node", "play", "tasks")
+KINDS = ("controller", "node", "play", "tasks", "file")
 
 
 class MarkerError(Exception):
@@ -128,6 +131,8 @@ def problems(blocks):
             out.append("%s: kind %s runs sh blocks" % (where, b.kind))
         if b.kind in ("play", "tasks") and b.lang != "yaml":
             out.append("%s: kind %s runs yaml blocks" % (where, b.kind))
+        if b.kind == "file" and not file_name(b):
+            out.append("%s: kind file needs a first line `# <file name>`" % where)
         if b.lines is not None:
             count = len(b.commands())
             if any(n < 1 or n > count for n in b.lines):
@@ -136,6 +141,13 @@ def problems(blocks):
             if len(b.lines) < count and not b.reason:
                 out.append("%s: lines= leaves lines out; say why after ';'" % where)
     return out
+
+
+def file_name(block):
+    """The file a `file` block names on its first line (`# ansible.cfg`), or None."""
+    first = block.text.splitlines()[0] if block.text.strip() else ""
+    m = re.match(r"^# ([A-Za-z0-9_.-]+)\s*$", first)
+    return m.group(1) if m and m.group(1) not in (".", "..") else None
 
 
 def runnable(blocks):

@@ -3,16 +3,17 @@
 """make readme-test: the README's examples, run verbatim against simulated nodes.
 
 Why a script and not a molecule scenario: the playbook examples are shell
-lines (`ansible-playbook playbooks/deploy.yml -l t20 ...`) that a reader runs
-from the project root, over SSH, with the checkout's own ansible.cfg (the one
-for real hosts: host keys checked) and the inventory each command names
+lines (`ansible-playbook -i inventory.yml gcu.topsrider.deploy -l t20 ...`)
+that an operator runs from a directory of their own, over SSH, with the
+README's ansible.cfg (host keys checked) and the inventory each command names
 (-i inventory.yml). A molecule scenario would run its own inventory over the
 docker connection with its own group_vars, the very place where a variable
 the README does not set can creep in. Here the README's text runs with bash,
-from a work directory that looks like the project root to it
-(.cache/readme/work: links to the checkout's ansible.cfg, playbooks, roles,
-scripts, .venv and collections, the fleet's inventory as inventory.yml), and
-nothing is added to it: no -e, no -i. The reader's HOME holds the nodes' host
+from that directory (.cache/readme/work: at first only the fleet's inventory
+as inventory.yml; the README's blocks write its ansible.cfg and link its
+scripts), with the collection where the README's checkout install puts it
+(~/.ansible/collections of the reader's HOME), and nothing is added to it:
+no -e, no -i. The reader's HOME holds the nodes' host
 keys in ~/.ssh/known_hosts, as an operator's does before the first run
 (ssh-keyscan of the fleet's SSH ports here); since ssh reads ~/.ssh from the
 passwd home and not $HOME, ANSIBLE_SSH_COMMON_ARGS names that file (host keys
@@ -26,9 +27,10 @@ controller (a copy of the sample bundle) and node_exporter's textfile
 collector directory, the training environment
 /opt/conda/envs/train on the nodes (a link to the image's venv
 /opt/venvs/train), the release the fleet ran before (2.5.136, deployed with id
-20261122T035011Z, the snapshot the second rollback line names), a training job
-while the examples that need one run, and the variable deploy_id the
-deb_bundle example templates. Every README block has a marker saying how it
+20261122T035011Z, the snapshot the second rollback line names) and a training
+job (started with the dist_launch role's launcher) while the launch check
+runs. The world is prepared with the checkout's own ansible.cfg and
+playbooks, never with the README's. Every README block has a marker saying how it
 runs or why it cannot (tests/readme/readme_blocks.py); the markers are
 checked by the unit tests and again here.
 
@@ -137,14 +139,6 @@ def fleet(*args):
         raise Failed("sim/fleet %s: %s" % (" ".join(args), proc.stdout))
 
 
-def link(target, name):
-    path = os.path.join(WORK, name)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    if os.path.islink(path) or os.path.exists(path):
-        os.unlink(path)
-    os.symlink(target, path)
-
-
 def trust_host_keys(inventory):
     """The nodes' host keys in the reader's ~/.ssh/known_hosts (ssh-keyscan of every ansible_port of
     the inventory, all on 127.0.0.1), so the root ansible.cfg's host-key checking passes as it would
@@ -171,10 +165,6 @@ def trust_host_keys(inventory):
 def prepare_world():
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
-    for name in ("ansible.cfg", "playbooks", "roles", "scripts", "plugins", ".venv"):
-        link(os.path.join(TOP, name), name)
-    link(os.path.join(TOP, ".cache", "collections"), os.path.join(".cache", "collections"))
-
     # A fresh fleet of two nodes; t20-node-2 of sim/fleet's inventory becomes t20-node-3.
     fleet("down")
     fleet("up", "2")
@@ -222,12 +212,30 @@ def prepare_world():
         must(rc, out, "the training environment %s on %s" % (CONDA_ENV, node))
 
     # What the fleet ran before: 2.5.136, deployed as 20261122T035011Z (the snapshot rollback's second line names).
-    rc, out, took = run(["ansible-playbook", "-i", "inventory.yml", "playbooks/deploy.yml", "-l", "t20",
+    rc, out, took = run(["ansible-playbook", "-i", "inventory.yml", os.path.join(TOP, "playbooks", "deploy.yml"),
+                         "-l", "t20",
                          "-e", "topsrider_bundle_dir=%s" % os.path.join(TOP, ".cache", "bundles", "2.5.136"),
                          "-e", "topsrider_python=%s/bin/python" % CONDA_ENV,
-                         "-e", "topsrider_deploy_id=%s" % EARLIER_DEPLOY_ID], "world-deploy-2.5.136")
+                         "-e", "topsrider_deploy_id=%s" % EARLIER_DEPLOY_ID,
+                         "-e", "topsrider_reports_dir=%s" % os.path.join(BASE, "world-reports")],
+                        "world-deploy-2.5.136", env=world_env())
     must(rc, out, "deploying 2.5.136 as %s (the world's earlier release)" % EARLIER_DEPLOY_ID)
-    log("world ready: 2 nodes at 2.5.136 (%.0fs for that deploy)" % took)
+
+    # The launcher the training job of the launch check runs (the dist_launch role, docs/launch.md).
+    play = os.path.join(BASE, "world-launchers.yml")
+    with open(play, "w") as f:
+        f.write("- hosts: t20\n  roles:\n    - role: gcu.topsrider.dist_launch\n"
+                "      dist_launch_python: %s/bin/python\n      dist_launch_output_dir: %s\n"
+                % (CONDA_ENV, os.path.join(BASE, "world-reports", "launch")))
+    must(*run(["ansible-playbook", "-i", "inventory.yml", play], "world-launchers", env=world_env())[:2],
+         what="the dist_launch role (the training job's launcher)")
+    log("world ready: 2 nodes at 2.5.136 (%.0fs for that deploy), launchers installed" % took)
+
+
+def world_env():
+    """The world is prepared with the checkout's ansible.cfg (its collections path, host keys checked),
+    never with the README's, which the README's own block writes later."""
+    return dict(clean_env(), ANSIBLE_CONFIG=os.path.join(TOP, "ansible.cfg"))
 
 
 # ---------------------------------------------------------------- running blocks
@@ -247,15 +255,27 @@ class Runner(object):
         log("%-28s ok  %5.1fs" % (name, took))
         return out
 
-    def controller(self, block_id, line=None):
-        """A sh block (or one of its logical lines), unchanged, with bash from the work directory."""
+    def controller(self, block_id, line=None, cwd=WORK):
+        """A sh block (or one of its logical lines), unchanged, with bash from the work directory
+        (or from `cwd`: the checkout, for the block the README runs in a checkout)."""
         b = self.block(block_id)
         check(b.kind == "controller", "block %s is marked %s" % (block_id, b.kind))
         script = b.script() if line is None else b.commands()[line - 1] + "\n"
         if line is None or line == 1:
             self.ran.append(block_id)
         name = block_id if line is None else "%s:%d" % (block_id, line)
-        return self._done(name, *run(["bash", "-euo", "pipefail", "-c", script], name))
+        return self._done(name, *run(["bash", "-euo", "pipefail", "-c", script], name, cwd=cwd))
+
+    def file(self, block_id):
+        """A file block: written, unchanged, to the work directory under the name its first line gives."""
+        b = self.block(block_id)
+        check(b.kind == "file", "block %s is marked %s" % (block_id, b.kind))
+        name = readme_blocks.file_name(b)
+        check(name, "file block %s names no file" % block_id, b.text.splitlines()[:1])
+        with open(os.path.join(WORK, name), "w") as f:
+            f.write(b.text)
+        self.ran.append(block_id)
+        log("%-28s ok  (wrote %s)" % (block_id, name))
 
     def node(self, block_id, node):
         b = self.block(block_id)
@@ -341,10 +361,13 @@ def stop_jobs():
 
 # ---------------------------------------------------------------- the plan
 def plan(r):
-    r.controller("using")
-    out = open(os.path.join(LOGS, "using.log")).read()
+    # Install from the checkout (the collection in the reader's ~/.ansible/collections), the README's
+    # ansible.cfg, the link to the tools and a first look at the fleet.
+    r.controller("checkout", cwd=TOP)
+    r.file("ansible_cfg")
+    out = r.controller("workdir")
     for node in NODES:
-        check(re.search(r"(?m)^%s +ok +Debian " % node, out), "fleet_info.yml printed no line for %s" % node, out[-2000:])
+        check(re.search(r"(?m)^%s +ok +Debian " % node, out), "fleet_info printed no line for %s" % node, out[-2000:])
 
     r.controller("manifest")
 
@@ -368,19 +391,10 @@ def plan(r):
 
     r.controller("verify", 1)
     r.controller("verify", 2)
-    r.tasks("eccl_probe", "t20-node-1")
 
-    r.play("site_launch")
-    with open(os.path.join(WORK, "reports", "launch", "t20", "hostfile")) as f:
-        hosts = [line for line in f.read().splitlines() if line and not line.startswith("#")]
-    check(hosts == ["t20-node-1 slots=8", "t20-node-3 slots=8"], "reports/launch/t20/hostfile", hosts)
-    out = r.node("smoke", "t20-node-1")
-    check("8 processes (one per card)" in out, "the smoke test did not start one process per card", out[-2000:])
-
-    # While a job runs: every card working (gcu_devices' second example) and the launch check.
+    # While a job runs (the launcher the world installed): the launch check.
     try:
         start_jobs()
-        r.tasks("gcu_devices", "t20-node-1")
         r.controller("launch_check")
     finally:
         stop_jobs()
@@ -394,11 +408,6 @@ def plan(r):
     check(node_facts("t20-node-3") is None and package_version("t20-node-3", "tops-eccl") in (None, ""),
           "t20-node-3 after the rollback to %s still has a release" % EARLIER_DEPLOY_ID, node_facts("t20-node-3"))
     check(node_facts("t20-node-1")["version"] == "2.5.136", "the -l t20-node-3 rollback touched t20-node-1")
-
-    # deb_bundle on node 1 (at 2.5.136, 2.5.140 still staged): install 2.5.140 held, then roll that back.
-    r.tasks("deb_bundle", "t20-node-1", {"deploy_id": "readme-test"})
-    check(package_version("t20-node-1", "tops-eccl") == "2.5.136-1",
-          "after the deb_bundle install and rollback, tops-eccl on t20-node-1", package_version("t20-node-1", "tops-eccl"))
 
     # The vendor's .run as it ships: both nodes to 2.5.140, the manifest's origin names the installer;
     # the same line again extracts nothing and changes nothing.

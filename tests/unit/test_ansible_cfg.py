@@ -1,11 +1,14 @@
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The root ansible.cfg is the one an operator gets from a checkout, for real
-hosts: it names no inventory and never turns host-key checking off. The
-simulator's settings live in sim/ansible.cfg, which only the Makefile uses."""
+"""The root ansible.cfg (a checkout's) and the README's example ansible.cfg
+are for real hosts: they name no inventory and never turn host-key checking
+off. The simulator's settings live in sim/ansible.cfg, which only the Makefile
+uses."""
 import configparser
 import os
 import re
+
+import pytest
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -17,8 +20,18 @@ def read(path):
     return parser
 
 
-def test_root_config_is_safe_for_real_hosts():
-    cfg = read("ansible.cfg")
+def readme_config():
+    """The README's ansible.cfg block (the file the README test writes and runs every example with)."""
+    with open(os.path.join(TOP, "README.md")) as f:
+        blocks = re.findall(r"^```ini\n(# ansible\.cfg\n.*?)^```$", f.read(), re.S | re.M)
+    assert len(blocks) == 1
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(blocks[0])
+    return parser
+
+
+@pytest.mark.parametrize("cfg", [read("ansible.cfg"), readme_config()], ids=["root", "readme"])
+def test_config_is_safe_for_real_hosts(cfg):
     assert not cfg.has_option("defaults", "inventory"), "every command names its own inventory"
     assert cfg.get("defaults", "host_key_checking", fallback="True").lower() in ("true", "yes", "1")
     ssh_args = cfg.get("ssh_connection", "ssh_args", fallback="")

@@ -28,8 +28,8 @@ def test_every_readme_block_is_marked():
 
 def test_the_role_and_playbook_examples_run():
     runnable = readme_blocks.runnable(readme_blocks_of_the_checkout())
-    for block_id in ("using", "deploy", "verify", "rollback", "drift", "site_launch", "launch_check",
-                     "gcu_devices", "eccl_probe", "deb_bundle", "manifest"):
+    for block_id in ("checkout", "ansible_cfg", "workdir", "deploy", "deploy_run", "verify", "rollback", "drift",
+                     "launch_check", "manifest"):
         assert block_id in runnable, block_id
     # every ansible-playbook line of the README sits in a block that runs (or in a skip with a reason)
     for block in readme_blocks_of_the_checkout():
@@ -94,11 +94,26 @@ def test_parse_sample():
     ("controller id=x lines=1", "leaves lines out"),
     ("controller id=x lines=3; why", "lines=3, but the block has 2"),
     ("play id=x", "kind play runs yaml blocks"),
+    ("file id=x", "kind file needs a first line"),
 ])
 def test_marker_problems(marker, problem):
     text = "<!-- readme-test: %s -->\n```sh\na\nb\n```\n" % marker
     found = readme_blocks.problems(readme_blocks.parse(text))
     assert len(found) == 1 and problem in found[0], found
+
+
+def test_a_file_block_names_its_file():
+    text = "<!-- readme-test: file id=cfg -->\n```ini\n# ansible.cfg\n[defaults]\nforks = 16\n```\n"
+    blocks = readme_blocks.parse(text)
+    assert readme_blocks.problems(blocks) == []
+    assert readme_blocks.file_name(blocks[0]) == "ansible.cfg"
+    assert readme_blocks.file_name(readme_blocks.parse("<!-- readme-test: file id=x -->\n```ini\n# ../x\n```\n")[0]) is None
+
+
+def test_the_readme_is_a_front_page():
+    """README.md is the operator's page (issue 30): about 200 lines at most; the rest lives in docs/."""
+    with open(os.path.join(TOP, "README.md")) as f:
+        assert len(f.read().splitlines()) <= 210
 
 
 def test_marker_syntax_errors():

@@ -60,7 +60,7 @@ def test_eccl_env_preflight(tmp_path, extra, expected):
 
 
 def dist_launch_vars(tmp_path, **extra):
-    # The README's example sets only dist_launch_python; the card count stands in
+    # docs/launch.md's example sets only dist_launch_python; the card count stands in
     # for gcu_devices here (no cards on the controller), the paths keep it in tmp_path.
     base = {"dist_launch_python": "/opt/conda/envs/train/bin/python", "dist_launch_device_count": 2,
             "dist_launch_dir": str(tmp_path / "launch"), "dist_launch_output_dir": str(tmp_path / "out")}
