@@ -16,6 +16,8 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._async_job import job_status, poll_delay
+
 display = Display()
 
 ARGUMENT_SPEC = {
@@ -45,12 +47,6 @@ def progress_line(host, label, source, done, total):
     done = min(done, total) if total else done
     percent = int(done * 100 / total) if total else 100
     return "%s: %s from %s: %s of %s (%d%%)" % (host, label, source, human_bytes(done), human_bytes(total), percent)
-
-
-def poll_delay(polls, interval):
-    """Seconds before the next poll: 0.5, 0.5, 1, 1, 2, 2, 4 ... up to interval, so a
-    transfer of seconds is seen to end within about a second and a long one polls every interval."""
-    return min(float(interval), 0.5 * 2 ** min(polls // 2, 16))
 
 
 def failure_message(host, label, source, failures):
@@ -84,14 +80,6 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = True
 
-    def _async_dir(self):
-        return self._remote_expand_user(self.get_shell_option("async_dir", default="~/.ansible_async"))
-
-    def _job_status(self, jid, mode, task_vars):
-        return self._execute_module(
-            module_name="ansible.legacy.async_status", task_vars=task_vars,
-            module_args={"jid": jid, "mode": mode, "_async_dir": self._async_dir()})
-
     def _bytes_so_far(self, args, sizes, task_vars):
         found = self._execute_module(
             module_name="ansible.legacy.find", task_vars=task_vars,
@@ -115,7 +103,7 @@ class ActionModule(ActionBase):
         status = {}
         try:
             while True:
-                status = self._job_status(jid, "status", task_vars)
+                status = job_status(self, jid, "status", task_vars)
                 if status.get("finished") or status.get("failed"):
                     break
                 if time.monotonic() > deadline:
@@ -126,7 +114,7 @@ class ActionModule(ActionBase):
                 time.sleep(poll_delay(polls, args["interval"]))
                 polls += 1
         finally:
-            self._job_status(jid, "cleanup", task_vars)
+            job_status(self, jid, "cleanup", task_vars)
             self._remove_tmp_path(self._connection._shell.tmpdir)
         result["files"] = status.get("files", [])
         result["bytes"] = int(status.get("bytes", 0) or 0)

@@ -38,7 +38,7 @@ STATUSES = ("ok", "deferred", "failed", "in progress")
 # The width of a host's line in the printed table: a terminal's (a longer
 # detail is cut there; the JSON and Markdown reports keep all of it).
 TEXT_WIDTH = 160
-_CUT = u" ..."
+_CUT = u" ... "
 
 # Anything a terminal or YAML's block scalar would not show as one plain line.
 _UNPRINTABLE = re.compile(u"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u2028\\u2029\\ufeff]")
@@ -53,6 +53,14 @@ def _one_line(value):
     text = u"" if value is None else u"%s" % (value,)
     text = _UNPRINTABLE.sub(u" ", text.replace(u"\t", u" ").replace(u"\r\n", u" ").replace(u"\n", u" "))
     return u" ".join(text.split())
+
+
+def _cut_middle(text, width):
+    """The text in `width` characters: its start and its end (a detail says what
+    happened first and how it ended last: 'holds gcu0', dpkg's last words), ' ... ' between."""
+    room = width - len(_CUT)
+    head = room // 2
+    return text[:head].rstrip() + _CUT + text[len(text) - (room - head):].lstrip()
 
 
 def _rows(report):
@@ -252,8 +260,8 @@ def _slurm_sentence(s):
 def to_text(report):
     """The report as plain text for a terminal: a heading, the summary line and
     an aligned table, one line per host of at most TEXT_WIDTH characters (a
-    longer detail is cut there, ending in ' ...', and a line under the table
-    says where the whole of it is), nothing wrapped, no trailing space (so that
+    longer one keeps its start and end with ' ... ' between, and a line under
+    the table says where the whole of it is), nothing wrapped, no trailing space (so that
     Ansible's YAML output shows it as a literal block, line for line)."""
     rows = _rows(report)
     check = u" (check mode)" if report.get("check_mode") in (True, "True", "true") else u""
@@ -286,13 +294,14 @@ def to_text(report):
     lines.append(u"")
     cut = False
     for t in table:
-        line = (u"  ".join(c.ljust(w) for c, w in zip(t, widths)) + u"  " + t[-1]).rstrip()
-        if len(line) > TEXT_WIDTH:
-            line = line[:TEXT_WIDTH - len(_CUT)].rstrip() + _CUT
+        cells = u"  ".join(c.ljust(w) for c, w in zip(t, widths)) + u"  "
+        detail = t[-1]
+        if len(cells) + len(detail) > TEXT_WIDTH:
+            detail = _cut_middle(detail, max(TEXT_WIDTH - len(cells), 2 * len(_CUT)))
             cut = True
-        lines.append(line)
+        lines.append((cells + detail).rstrip())
     if cut:
-        lines += [u"", u"(A detail that ends in '...' is cut to fit the line: the JSON and Markdown reports have all of it.)"]
+        lines += [u"", u"(A line with ' ... ' is cut to fit a terminal: the JSON and Markdown reports have all of it.)"]
     return u"\n".join(lines) + u"\n"
 
 
