@@ -4,7 +4,8 @@
 
 The tarball `ansible-galaxy collection build` makes, installed with
 `ansible-galaxy collection install` into the operator's default collections
-path (~/.ansible/collections of this test's HOME), then run from an empty
+path (~/.ansible/collections of this test's HOME) by the README's own lines
+(its blocks marked `installed`, run verbatim in a copy of the checkout), then run from an empty
 working directory that holds only the operator's inventory: no ansible.cfg of
 the project, ANSIBLE_CONFIG and every other ANSIBLE_* variable unset, so
 Ansible's stock callback and result format print what the operator reads.
@@ -62,6 +63,26 @@ NOT_PLAIN = re.compile(r'\\n|\\"|"msg"|^\s*"|^\s*- "')
 
 class Failed(Exception):
     pass
+
+
+def readme():
+    sys.path.insert(0, os.path.join(TOP, "tests", "readme"))
+    import readme_blocks  # pylint: disable=import-outside-toplevel
+    with open(os.path.join(TOP, "README.md")) as f:
+        blocks = readme_blocks.parse(f.read())
+    problems = readme_blocks.problems(blocks)
+    if problems:
+        raise SystemExit("installed-test: README markers:\n  " + "\n  ".join(problems))
+    return readme_blocks, blocks
+
+
+readme_blocks, README = readme()
+
+
+def readme_block(block_id, cwd):
+    """A README block marked `installed`, its text unchanged, with bash in `cwd` as the operator."""
+    (block,) = [b for b in README if b.id == block_id and b.kind == "installed"]
+    return run(["bash", "-euo", "pipefail", "-c", block.script()], "readme-" + block_id, cwd=cwd)
 
 
 def log(msg):
@@ -147,15 +168,23 @@ def prepare():
         os.makedirs(path)
     os.makedirs(os.path.dirname(KNOWN_HOSTS), mode=0o700)
 
-    # The tarball, built as a release is, and installed where ansible-galaxy puts it by default.
-    dist = os.path.join(BASE, "dist")
-    shutil.rmtree(dist, ignore_errors=True)
-    rc, out = run(["ansible-galaxy", "collection", "build", "--output-path", dist, TOP], "build", cwd=BASE)
-    check(rc == 0, "ansible-galaxy collection build", tail(out))
-    (tarball,) = glob.glob(os.path.join(dist, "gcu-topsrider-*.tar.gz"))
-    rc, out = run(["ansible-galaxy", "collection", "install", tarball], "install")
-    check(rc == 0 and os.path.isfile(os.path.join(INSTALLED, "MANIFEST.json")),
-          "ansible-galaxy collection install (to ~/.ansible/collections)", tail(out))
+    # The tarball, built and installed by the README's own lines (block id=tarball), in a copy of the
+    # checkout (what git has: tracked files and new ones it does not ignore), as the operator.
+    checkout = os.path.join(BASE, "checkout")
+    shutil.rmtree(checkout, ignore_errors=True)
+    os.makedirs(checkout)
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=TOP,
+                           stdout=subprocess.PIPE, check=True).stdout.decode().split("\0")
+    for name in files:
+        if name and os.path.isfile(os.path.join(TOP, name)):
+            os.makedirs(os.path.dirname(os.path.join(checkout, name)), exist_ok=True)
+            shutil.copy2(os.path.join(TOP, name), os.path.join(checkout, name))
+    for block_id in readme_blocks.runnable(README, kinds=("installed",)):
+        rc, out = readme_block(block_id, checkout)
+        check(rc == 0, "README block %s" % block_id, tail(out))
+    check(glob.glob(os.path.join(checkout, "gcu-topsrider-*.tar.gz")) and
+          os.path.isfile(os.path.join(INSTALLED, "MANIFEST.json")),
+          "after the README's install lines: a tarball, and the collection in ~/.ansible/collections")
 
     fleet("down")
     fleet("up", str(len(NODES)))

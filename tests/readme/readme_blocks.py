@@ -18,6 +18,8 @@ kinds:
   file        a file the reader writes (any language): its first line is a comment
               naming it (`# ansible.cfg`), and it is written there, unchanged, in
               the work directory the other blocks run in
+  installed   a sh block that tests/installed/run.py runs (make installed-test), with
+              bash in a copy of the checkout, as the operator it installs for
 
 lines= picks the logical lines (continuations joined, comments and blank lines
 not counted) that run, in their order; the others need the reason after `;`.
@@ -27,7 +29,9 @@ import re
 
 MARKER_RE = re.compile(r"^<!--\s*readme-test:\s*(?P<body>.*?)\s*-->\s*$")
 FENCE_RE = re.compile(r"^```(?P<lang>[A-Za-z0-9_-]*)\s*$")
-KINDS = ("controller", "node", "play", "tasks", "file")
+KINDS = ("controller", "node", "play", "tasks", "file", "installed")
+# The kinds tests/readme/run.py runs (installed: tests/installed/run.py).
+README_TEST_KINDS = ("controller", "node", "play", "tasks", "file")
 
 
 class MarkerError(Exception):
@@ -127,7 +131,7 @@ def problems(blocks):
         elif b.id in seen:
             out.append("%s: id %s used twice" % (where, b.id))
         seen.add(b.id)
-        if b.kind in ("controller", "node") and b.lang != "sh":
+        if b.kind in ("controller", "node", "installed") and b.lang != "sh":
             out.append("%s: kind %s runs sh blocks" % (where, b.kind))
         if b.kind in ("play", "tasks") and b.lang != "yaml":
             out.append("%s: kind %s runs yaml blocks" % (where, b.kind))
@@ -150,6 +154,6 @@ def file_name(block):
     return m.group(1) if m and m.group(1) not in (".", "..") else None
 
 
-def runnable(blocks):
-    """id -> block of every block marked to run."""
-    return dict((b.id, b) for b in blocks if b.kind in KINDS and b.id)
+def runnable(blocks, kinds=README_TEST_KINDS):
+    """id -> block of every block marked to run as one of `kinds` (the README test's, unless named)."""
+    return dict((b.id, b) for b in blocks if b.kind in kinds and b.id)

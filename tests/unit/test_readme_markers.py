@@ -119,3 +119,12 @@ def test_the_readme_is_a_front_page():
 def test_marker_syntax_errors():
     with pytest.raises(readme_blocks.MarkerError):
         readme_blocks.parse("<!-- readme-test: controller idx=1 -->\n```sh\na\n```\n")
+
+
+def test_the_installed_test_runs_the_install_blocks():
+    """The README's tarball lines are marked `installed` and tests/installed/run.py runs every such block."""
+    installed = readme_blocks.runnable(readme_blocks_of_the_checkout(), kinds=("installed",))
+    assert "tarball" in installed and "ansible-galaxy collection install" in installed["tarball"].text
+    with open(os.path.join(TOP, "tests", "installed", "run.py")) as f:
+        text = f.read()
+    assert 'readme_blocks.runnable(README, kinds=("installed",))' in text
