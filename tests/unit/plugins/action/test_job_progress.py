@@ -19,9 +19,9 @@ class Clock(object):
         self.t += seconds
 
 
-def run(statuses, args=ARGS):
+def run(statuses, args=None):
     clock, shown, reads = Clock(), [], iter(statuses)
-    out = wait("t20-node-1", args, lambda: next(reads), now=clock.now, sleep=clock.sleep, show=shown.append)
+    out = wait("t20-node-1", args or ARGS, lambda: next(reads), now=clock.now, sleep=clock.sleep, show=shown.append)
     return out, shown, clock
 
 
