@@ -25,6 +25,7 @@ help:
 	@echo "make test   lint, sanity, units, molecule, README examples, perf check (sets everything up first)"
 	@echo "make test-slow  the molecule scenarios left out of make test (dist_launch, drift, fabric, rollback_truth, slurm, staging); CI runs make test TEST_SLOW=1, which adds them"
 	@echo "make setup  only the set-up (venv, docker engine, sim image, bundles)"
+	@echo "make units-2.21 sanity-2.21 molecule-default-2.21  the units, sanity and the default scenario on ansible-core 2.21 (.venv-2.21, Python 3.12; in make test)"
 	@echo "make bench  fleets of 1, 4 and 16 nodes: what each playbook costs (docs/performance.md)"
 	@echo "make fabric-check-test  the fabric scenario alone, with five clean runs (docs/fabric.md; CI runs it with one)"
 	@echo "make installed-test  the built tarball, installed, run as an operator runs it (stock Ansible settings, SSH, cron line)"
@@ -37,6 +38,25 @@ venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements/controller.txt requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet -r requirements/controller.txt -c requirements/constraints.txt
+	touch $@
+
+# ansible-core 2.21 (issue 30): its own venv on a Python 3.12 or newer (2.20
+# and later need it), pyenv's where the machine has one (CI's and this
+# machine's do), else python3.12/python3.13 on PATH; PYTHON_2_21=... to choose.
+# Only the units, ansible-test sanity and molecule's default scenario run
+# there (make units-2.21 sanity-2.21 molecule-default-2.21); everything else
+# runs on .venv (2.19).
+VENV_2_21   := $(CURDIR)/.venv-2.21
+PYENV_ROOT  ?= $(shell pyenv root 2>/dev/null || echo $$HOME/.pyenv)
+PYTHON_2_21 ?= $(firstword $(wildcard $(PYENV_ROOT)/versions/3.12.*/bin/python3 $(PYENV_ROOT)/versions/3.13.*/bin/python3) \
+                 $(shell command -v python3.12 python3.13 2>/dev/null))
+.PHONY: venv-2.21
+venv-2.21: $(VENV_2_21)/.stamp
+$(VENV_2_21)/.stamp: requirements/controller-2.21.txt requirements/constraints-2.21.txt
+	@[ -n "$(PYTHON_2_21)" ] || { echo "no Python 3.12 or 3.13 for ansible-core 2.21 (looked in $(PYENV_ROOT)/versions and PATH): set PYTHON_2_21"; exit 1; }
+	rm -rf $(VENV_2_21)
+	$(PYTHON_2_21) -m venv $(VENV_2_21)
+	$(VENV_2_21)/bin/pip install --quiet -r requirements/controller-2.21.txt -c requirements/constraints-2.21.txt
 	touch $@
 
 docker:
@@ -92,6 +112,31 @@ docs-lint: venv collection-link
 units: venv collection-link
 	$(VENV)/bin/python -m pytest -q tests/unit
 
+# The same on ansible-core 2.21 (.venv-2.21 first on PATH: the units run its
+# ansible-playbook), with an ANSIBLE_HOME and temp of its own and no pytest
+# cache, since make units runs beside it in the pool.
+.PHONY: units-2.21 sanity-2.21 molecule-default-2.21
+units-2.21: venv-2.21 collection-link
+	PATH=$(VENV_2_21)/bin:$$PATH ANSIBLE_HOME=$(CURDIR)/.cache/ansible-home-2.21 \
+	  ANSIBLE_LOCAL_TEMP=$(CURDIR)/.cache/ansible-tmp-2.21 \
+	  $(VENV_2_21)/bin/python -m pytest -q -p no:cacheprovider tests/unit
+
+# ansible-test sanity of ansible-core 2.21 (.cache/sanity-venv-2.21).
+sanity-2.21: venv-2.21
+	@SANITY_REQUIREMENTS=requirements/controller-2.21.txt SANITY_PYTHON=$(PYTHON_2_21) scripts/sanity.sh
+
+# molecule's default scenario on ansible-core 2.21. It runs beside the 2.19
+# one (the pool's "default"), so everything of its own: its container
+# (TOPSRIDER_MOLECULE_TAG, .config/molecule/config.yml: topsrider-default-core221-node1),
+# JUnit file, ephemeral directory and ANSIBLE_HOME.
+molecule-default-2.21: venv-2.21 collection-link
+	rm -rf $(CURDIR)/.cache/molecule-ephemeral/default-core221
+	PATH=$(VENV_2_21)/bin:$$PATH TOPSRIDER_MOLECULE_TAG=-core221 \
+	  MOLECULE_EPHEMERAL_DIRECTORY=$(CURDIR)/.cache/molecule-ephemeral/default-core221 \
+	  ANSIBLE_HOME=$(CURDIR)/.cache/ansible-home-2.21/molecule-default \
+	  ANSIBLE_LOCAL_TEMP=$(CURDIR)/.cache/ansible-tmp-2.21 \
+	  $(VENV_2_21)/bin/molecule test -s default
+
 # The molecule scenarios, the README examples, the perf check, ansible-lint,
 # ansible-test sanity and the units run as one pool, two at a time
 # (MOLECULE_JOBS), longest first so that both lanes end together
@@ -101,19 +146,24 @@ units: venv collection-link
 # failures, multi-node drift and launch, the fabric check across four nodes);
 # make test TEST_SLOW=1 (CI, .ci/run) puts them in the same pool, and make
 # test-slow runs them alone.
+# The units, sanity and the default scenario run a second time on
+# ansible-core 2.21 (make:units-2.21, make:sanity-2.21,
+# make:molecule-default-2.21; the first two early: they are long).
 # tests/unit/test_test_pools.py checks that every scenario is in a pool.
 SLOW_SCENARIOS := slurm rollback_truth staging fabric drift dist_launch
-FAST_POOL := make:readme-test make:installed-test fleet make:sanity eccl_probe bullseye default make:units nvidia_node \
-             gcu_devices bad_input deb_bundle make:perf-check make:lint
-FULL_POOL := slurm rollback_truth fabric make:readme-test make:installed-test staging fleet drift dist_launch make:sanity eccl_probe \
-             bullseye default make:units nvidia_node gcu_devices bad_input deb_bundle make:perf-check make:lint
+FAST_POOL := make:readme-test make:sanity-2.21 make:units-2.21 fleet make:installed-test make:sanity eccl_probe \
+             bullseye default make:molecule-default-2.21 make:units nvidia_node gcu_devices bad_input deb_bundle \
+             make:perf-check make:lint
+FULL_POOL := slurm rollback_truth fabric make:readme-test make:sanity-2.21 make:units-2.21 staging fleet \
+             make:installed-test drift dist_launch make:sanity eccl_probe bullseye default make:molecule-default-2.21 \
+             make:units nvidia_node gcu_devices bad_input deb_bundle make:perf-check make:lint
 
 # make molecule: the scenarios of make test's pool alone.
 molecule: setup
 	@MOLECULE_SCENARIOS="$${MOLECULE_SCENARIOS:-$(filter-out make:%,$(FAST_POOL))}" scripts/molecule-all.sh
 
 .PHONY: test-pool
-test-pool: setup $(if $(TEST_SLOW),slurm-image)
+test-pool: setup venv-2.21 $(if $(TEST_SLOW),slurm-image)
 	@MOLECULE_SCENARIOS="$(if $(TEST_SLOW),$(FULL_POOL),$(FAST_POOL))" scripts/molecule-all.sh
 
 .PHONY: test-slow

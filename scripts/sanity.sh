@@ -8,13 +8,26 @@
 # switched off, so the sanity tools (at the versions ansible-test pins) go into
 # a venv of their own, .cache/sanity-venv, installed with the machine's pip
 # settings, and ansible-test runs there with --local.
+#
+# One ansible-core or another: SANITY_REQUIREMENTS names the requirements file
+# whose ansible-core pin is used (default requirements/controller.txt, 2.19)
+# and SANITY_PYTHON the interpreter (default python3); the venv and the copy
+# are .cache/sanity-venv<tag> and .cache/sanity<tag>, the tag being what
+# follows "controller" in the file's name (make sanity-2.21:
+# requirements/controller-2.21.txt, Python 3.12, .cache/sanity-venv-2.21), so
+# that the two can run at once.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-venv=$top/.cache/sanity-venv
-core=$(grep -E '^ansible-core==' "$top/requirements/controller.txt")
+requirements=${SANITY_REQUIREMENTS:-requirements/controller.txt}
+case $requirements in /*) ;; *) requirements=$top/$requirements ;; esac
+tag=$(basename "$requirements" .txt)
+tag=${tag#controller}
+python=${SANITY_PYTHON:-python3}
+venv=$top/.cache/sanity-venv$tag
+core=$(grep -E '^ansible-core==' "$requirements")
 if [ ! -f "$venv/.stamp-$core" ]; then
   rm -rf "$venv"
-  python3 -m venv "$venv"
+  "$python" -m venv "$venv"
   "$venv/bin/pip" install --quiet "$core"
   # The sanity tools at the versions ansible-test itself pins.
   reqs=$("$venv/bin/python" -c 'import ansible_test, os; print(os.path.join(os.path.dirname(ansible_test.__file__), "_data", "requirements"))')
@@ -30,15 +43,19 @@ fi
 # in its cache first: put a stand-in there that bootstraps pip with the stdlib's
 # ensurepip and makes that throwaway venv's pip trust the machine's CA bundle.
 ca_bundle=${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}
+pyver=$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 pip_version=$("$venv/bin/python" -c '
+import sys
 from ansible_test._internal.python_requirements import get_venv_packages
 from ansible_test._internal.host_configs import NativePythonConfig
-print(get_venv_packages(NativePythonConfig(version="3.11"))["pip"])')
+print(get_venv_packages(NativePythonConfig(version=sys.argv[1]))["pip"])' "$pyver")
 mkdir -p "$HOME/.ansible/test/cache"
-sed "s|@CA_BUNDLE@|$ca_bundle|" "$top/scripts/get-pip-standin.py" \
-  >"$HOME/.ansible/test/cache/get_pip_${pip_version//./_}.py"
+# Written whole, then renamed: the other core's sanity may read it meanwhile.
+standin=$HOME/.ansible/test/cache/get_pip_${pip_version//./_}.py
+sed "s|@CA_BUNDLE@|$ca_bundle|" "$top/scripts/get-pip-standin.py" >"$standin.$$"
+mv -f "$standin.$$" "$standin"
 
-dest=$top/.cache/sanity/ansible_collections/gcu/topsrider
+dest=$top/.cache/sanity$tag/ansible_collections/gcu/topsrider
 rm -rf "$dest"
 mkdir -p "$dest"
 cd "$top"
@@ -50,4 +67,4 @@ done | tar --null -T - -cf - | tar -xf - -C "$dest"
 cd "$dest"
 # ansible-test lists files through git when it finds a repository.
 git init -q . && git add -A >/dev/null
-PATH=$venv/bin:$PATH ansible-test sanity --local --python 3.11 --color no "$@"
+PATH=$venv/bin:$PATH ansible-test sanity --local --python "$pyver" --color no "$@"

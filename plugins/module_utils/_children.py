@@ -33,8 +33,13 @@ class Child(object):
         self.err_path = os.path.join(workdir, name + ".err")
         self.killed = None
         with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
-                                         cwd=workdir, close_fds=True, start_new_session=True)
+            # ansible-test 2.21's pylint (ansible-bad-function) asks for run_command here. It cannot
+            # do this: the ranks of one job must run at once, be bounded by one deadline and be killed
+            # as whole process groups (the module docstring), and run_command blocks until its one
+            # child exits, with no timeout. So Popen, at this one place.
+            self.proc = subprocess.Popen(  # pylint: disable=ansible-bad-function
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
+                cwd=workdir, close_fds=True, start_new_session=True)
         self.pid = self.proc.pid
 
     def running(self):

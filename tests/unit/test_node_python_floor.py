@@ -1,8 +1,10 @@
-"""The node Python floor: 3.8, the floor of the module code of the pinned
-ansible-core (2.19), which the collection is tested with (README, support
-matrix). Module code is checked statically with vermin for 3.8, the read-only
-modules run on a real CPython 3.8, and a 3.6 or 3.7 node is refused by
-playbooks/tasks/inputs.yml (its python check) with `raw`, before any module is sent."""
+"""The node Python floor: the floor of the module code of the ansible-core that
+runs the play (README, support matrix): 3.8 on 2.19, 3.9 on 2.20 and later
+(make units-2.21). Module code is checked statically with vermin for 3.8 (the
+collection's own floor, 2.19's), the read-only modules run on a real CPython
+at the running core's floor, and an older node (3.6, 3.7, and 3.8 on 2.21) is
+refused by playbooks/tasks/inputs.yml (its python check) with `raw`, before
+any module is sent."""
 import glob
 import json
 import os
@@ -12,8 +14,14 @@ import sys
 
 from conftest import TOP, build_release
 
+from ansible.release import __version__ as ANSIBLE_CORE
+
 NODE_SIDE = [os.path.join(TOP, "plugins", "modules"), os.path.join(TOP, "plugins", "module_utils")]
-FLOOR = "3.8"
+# The collection's module code: 3.8, what ansible-core 2.19 runs on.
+CODE_FLOOR = "3.8"
+# The running ansible-core's: 2.20 and later need 3.9 on the node.
+FLOOR = "3.9" if tuple(int(n) for n in ANSIBLE_CORE.split(".")[:2]) >= (2, 20) else "3.8"
+OLDER = [v for v in ("3.6", "3.7", "3.8") if v < FLOOR]
 BIN = os.path.dirname(sys.executable)
 
 
@@ -44,10 +52,10 @@ def test_module_code_needs_at_most_the_floor():
              for f in sorted(os.listdir(d)) if f.endswith(".py")]
     assert files, "no module code found"
     proc = subprocess.run(
-        [os.path.join(BIN, "vermin"), "--target=%s-" % FLOOR, "--violations", "--no-tips",
+        [os.path.join(BIN, "vermin"), "--target=%s-" % CODE_FLOOR, "--violations", "--no-tips",
          "--eval-annotations", "--backport", "typing"] + files,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
-    assert proc.returncode == 0, "code that Python %s cannot run:\n%s" % (FLOOR, proc.stdout)
+    assert proc.returncode == 0, "code that Python %s cannot run:\n%s" % (CODE_FLOOR, proc.stdout)
 
 
 def test_the_read_only_modules_run_on_a_real_python_at_the_floor(tmp_path):
@@ -88,13 +96,13 @@ def run_node_python_check(tmp_path, python):
 
 
 def test_an_older_node_python_is_refused_before_any_module_is_sent(tmp_path):
-    for version in ("3.6", "3.7"):
+    for version in OLDER:
         python = find_python(version)
         proc, module_ran = run_node_python_check(tmp_path, python)
         assert proc.returncode != 0, proc.stdout
         assert not module_ran, "a module ran after the refusal"
         assert "the node's Python %s is %s." % (python, version) in proc.stdout
-        assert "needs Python 3.8 or newer" in proc.stdout
+        assert "needs Python %s or newer" % FLOOR in proc.stdout
 
 
 def test_a_missing_node_python_is_refused_and_the_floor_passes(tmp_path):
@@ -149,4 +157,4 @@ def test_deploy_refuses_a_python_3_6_node_before_anything_is_sent(tmp_path):
     with open(str(tmp_path / "reports" / "deploy-latest.json")) as f:
         report = json.load(f)
     (line,) = [h for h in report["hosts"] if h["host"] == "node36"]
-    assert line["result"] == "failed" and "needs Python 3.8 or newer" in line["detail"], report
+    assert line["result"] == "failed" and "needs Python %s or newer" % FLOOR in line["detail"], report

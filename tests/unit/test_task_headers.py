@@ -29,7 +29,7 @@ TASK_FILES = sorted(os.path.relpath(p, TOP) for p in
 MAGIC = frozenset("""
 inventory_hostname ansible_host hostvars groups ansible_check_mode ansible_facts ansible_local ansible_play_hosts
 ansible_play_hosts_all ansible_play_batch ansible_limit playbook_dir role_path item ansible_loop
-ansible_playbook_python ansible_failed_task ansible_failed_result ansible_python_interpreter omit loop
+ansible_playbook_python ansible_failed_task ansible_failed_result ansible_python_interpreter ansible_version omit loop
 true false none True False None not and or in is if else elif endif for endfor set endset
 """.split())
 # Keys whose strings are bare expressions (a loop's list holds templates, as any value does).
