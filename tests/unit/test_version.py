@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 
-import pytest
 import yaml
 from packaging.version import Version
 
