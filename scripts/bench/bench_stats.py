@@ -19,7 +19,8 @@ Per host (every result is counted once per task, a loop counts once):
   changed_tasks  names of the tasks that reported changed
   ran_tasks  names of the tasks counted in `tasks`, in order (what the count is made of)
   bundle_bytes_sent  sum of `size` of the CHANGED results of ansible.builtin.copy
-             whose templated `src` lies under BENCH_BUNDLE_ROOT: what a copy
+             whose templated `src` lies under BENCH_BUNDLE_ROOT (and the
+             `sent_bytes` of gcu.topsrider.bundle_push from under it): what a copy
              really transferred (a copy that finds the same checksum on the node
              reports ok and sends nothing). Loop items are counted one by one
              from v2_runner_item_on_ok; check-mode results are left out (a copy in
@@ -44,7 +45,8 @@ import os
 from ansible.plugins.callback import CallbackBase
 from ansible_collections.gcu.topsrider.plugins.module_utils._atomic import write_atomic
 
-COPY_ACTIONS = frozenset(("copy", "ansible.builtin.copy", "ansible.legacy.copy"))
+COPY_ACTIONS = frozenset(("copy", "ansible.builtin.copy", "ansible.legacy.copy", "gcu.topsrider.bundle_push"))
+PUSH_ACTIONS = frozenset(("gcu.topsrider.bundle_push",))
 INCLUDE_ACTIONS = frozenset((
     "include_tasks", "ansible.builtin.include_tasks", "ansible.legacy.include_tasks",
     "include_role", "ansible.builtin.include_role", "ansible.legacy.include_role",
@@ -132,6 +134,10 @@ class CallbackModule(CallbackBase):
         if fields.get("check_mode") is True or data.get("_ansible_check_mode"):
             return 0
         args = fields.get("args") or {}
+        if task_action(result) & PUSH_ACTIONS:
+            # gcu.topsrider.bundle_push: one copy per file; it counts the bytes of those that changed.
+            size = data.get("sent_bytes") if path_under(args.get("src_dir"), self.bundle_root) else 0
+            return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else 0
         if not path_under(args.get("src"), self.bundle_root):
             return 0
         size = data.get("size")

@@ -171,3 +171,13 @@ def test_the_plugin_declares_itself_as_an_aggregate_callback():
     assert bench_stats.CallbackModule.CALLBACK_NAME == "bench_stats"
     assert bench_stats.CallbackModule.CALLBACK_NEEDS_ENABLED
     assert "name: bench_stats" in bench_stats.DOCUMENTATION
+
+
+def test_bundle_push_counts_the_bytes_it_sent_from_under_the_root(cb):
+    push = FakeTask("Copy the files this host lacks from the controller", "gcu.topsrider.bundle_push")
+    sent = {"changed": True, "sent_bytes": 300, "copies": [{"changed": True, "size": 300}, {"changed": False}]}
+    cb.v2_runner_on_ok(FakeResult("a", push, sent, args={"src_dir": ROOT + "/2.5.140"}))                # counts
+    cb.v2_runner_on_ok(FakeResult("a", push, sent, args={"src_dir": "/srv/elsewhere"}))                 # not under
+    cb.v2_runner_on_ok(FakeResult("a", push, dict(sent, changed=False, sent_bytes=0), args={"src_dir": ROOT}))
+    cb.v2_runner_on_ok(FakeResult("a", push, sent, args={"src_dir": ROOT}, check_mode=True))             # check mode
+    assert cb.summary()["hosts"]["a"]["bundle_bytes_sent"] == 300
