@@ -33,6 +33,15 @@ def describe(holder):
                                          holder.get("since") or "?")
 
 
+def locked_message(held, timeout, path):
+    """The failure when another run held the lock for the whole wait (the module's and its action's)."""
+    return ("This node is locked by %s: another deploy, rollback or restore is changing it, and it did not end "
+            "within %d s; nothing was changed. Wait for that run and try again (or raise topsrider_lock_timeout). "
+            "If that run is gone (its controller was killed), check that nothing runs on the node, then run again "
+            "with -e topsrider_lock_break=%s, or remove %s."
+            % (describe(held), timeout, held.get("id") if isinstance(held, dict) else "<id>", path))
+
+
 def read_holder(path):
     """The holder dict, None when there is no lock file, or the string
     'unreadable' when the file is there but is not JSON (a writer died

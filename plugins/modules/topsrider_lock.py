@@ -18,6 +18,10 @@ description:
     node and a second run waits (up to O(timeout)) or fails naming the run that holds it.
   - A lock held by the same run (same O(holder) id and token) is taken again without waiting, so a rescue can
     go on under it. A lock held by another run is never removed, except by O(break_id) naming that run.
+  - >-
+    While it waits for another run it prints a line on the controller every few seconds (up to 10), such as
+    C(t20-node-2: waiting for the node lock, held by deploy run 20261126T050639Z (ops@ctl, since
+    2026-11-26T05:06:39Z); 12 s of 600 s): its action polls the node with O(timeout=0).
 author:
   - gcu.topsrider contributors (@gcu-topsrider)
 options:
@@ -51,6 +55,9 @@ notes:
 extends_documentation_fragment:
   - gcu.topsrider.attributes
 attributes:
+  action:
+    support: full
+    description: The action polls the node (the module with O(timeout=0)) while it waits, printing a line per poll.
   check_mode:
     support: full
     description: Changes nothing; warns when another run holds the lock.
@@ -74,6 +81,10 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+locked:
+  description: True when the call failed because another run held the lock for the whole O(timeout).
+  returned: on that failure
+  type: bool
 holder:
   description: The run that holds the lock after this call (null when nobody does).
   returned: always
@@ -92,7 +103,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gcu.topsrider.plugins.module_utils._lock import (
-    LockError, acquire, describe, read_holder, release)
+    LockError, acquire, describe, locked_message, read_holder, release)
 
 
 def main():
@@ -132,14 +143,8 @@ def main():
         changed, waited_for, broken = acquire(path, holder, p["timeout"], p["break_id"])
     except LockError as e:
         held = e.args[0]
-        module.fail_json(
-            msg="This node is locked by %s: another deploy, rollback or restore is changing it, and it did not end "
-                "within %d s; nothing was changed. Wait for that run and try again (or raise topsrider_lock_timeout). "
-                "If that run is gone (its controller was killed), check that nothing runs on the node, then run again "
-                "with -e topsrider_lock_break=%s, or remove %s."
-                % (describe(held), p["timeout"],
-                   held.get("id") if isinstance(held, dict) else "<id>", path),
-            holder=held if isinstance(held, dict) else None)
+        module.fail_json(msg=locked_message(held, p["timeout"], path), locked=True,
+                         holder=held if isinstance(held, dict) else None)
     if broken is not None:
         module.warn("broke the lock of %s (break_id)" % describe(broken))
     module.exit_json(changed=changed, holder=holder, waited_for=waited_for, broken=broken)
