@@ -27,8 +27,8 @@ ARGUMENT_SPEC = {
     "timeout": {"type": "float", "default": 3600.0},
     "interval": {"type": "float", "default": 10.0},
 }
-# async_status's own keys, not the job's module's.
-ASYNC_KEYS = ("ansible_job_id", "started", "finished", "results_file", "erased", "stdout_lines", "stderr_lines")
+# async_status's own keys, not the job's module's (finished stays: 1 when the job ended, 0 when the wait gave up).
+ASYNC_KEYS = ("ansible_job_id", "started", "results_file", "erased", "stdout_lines", "stderr_lines")
 
 
 def progress_line(host, label, waited, timeout):
@@ -57,7 +57,7 @@ def wait(host, args, read, now=time.monotonic, sleep=time.sleep, show=display.di
             show(done_line(host, args["label"], waited, status))
             return job_result(status)
         if waited > args["timeout"]:
-            return {"failed": True, "changed": False,
+            return {"failed": True, "changed": False, "finished": 0,
                     "msg": "%s: %s: still running after %d s (timeout %d s); it is left to end by its own "
                            "async limit" % (host, args["label"], waited, args["timeout"])}
         show(progress_line(host, args["label"], waited, args["timeout"]))

@@ -89,6 +89,10 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+finished:
+  description: 1 when the job ended (its own result is returned with it), 0 when the wait gave up at O(timeout).
+  returned: when there was a job
+  type: int
 msg:
   description: The started module's message, or why the wait failed.
   returned: when the module or the wait gave one

@@ -34,25 +34,26 @@ def test_a_line_per_poll_then_the_jobs_own_result():
                      "t20-node-1: ECCL probe at level collective: running, 0 s of 360 s",
                      "t20-node-1: ECCL probe at level collective: running, 1 s of 360 s",
                      "t20-node-1: ECCL probe at level collective: done after 2 s"]
-    assert out == {"changed": False, "healthy": True, "problems": [], "collective": {"results": [1]}}
+    assert out == {"changed": False, "finished": 1, "healthy": True, "problems": [], "collective": {"results": [1]}}
     assert clock.slept == [0.5, 0.5, 1]
 
 
 def test_a_failed_job_fails_with_its_own_message():
     out, shown, dummy = run([{"ansible_job_id": "j", "finished": 1, "failed": True, "msg": "rank 3 timed out"}])
-    assert out == {"failed": True, "msg": "rank 3 timed out"}
+    assert out == {"failed": True, "finished": 1, "msg": "rank 3 timed out"}
     assert shown == ["t20-node-1: ECCL probe at level collective: failed after 0 s"]
 
 
 def test_the_timeout_fails_and_says_what_was_waited_for():
     out, shown, dummy = run([{"finished": 0}] * 100, dict(ARGS, timeout=5.0))
-    assert out["failed"] and out["msg"].startswith("t20-node-1: ECCL probe at level collective: still running after ")
+    assert out["failed"] and out["finished"] == 0 and out["msg"].startswith("t20-node-1: ECCL probe at level collective: still running after ")
     assert "(timeout 5 s)" in out["msg"]
     assert all(line.endswith("of 5 s") for line in shown)
 
 
 def test_job_result_keeps_the_modules_keys_only():
-    assert job_result({"ansible_job_id": "j", "finished": 1, "started": 1, "results_file": "f", "rc": 0}) == {"rc": 0}
+    assert job_result({"ansible_job_id": "j", "finished": 1, "started": 1, "results_file": "f", "rc": 0}) == {
+        "finished": 1, "rc": 0}
 
 
 def test_progress_line():
