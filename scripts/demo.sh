@@ -14,11 +14,12 @@ play() {
   # The report each playbook prints is the part worth reading; the rest goes to a log.
   local name=$1; shift
   local log=$reports/$name.log
-  # Progress of the long steps shows as it happens: the ECCL probe's and the
-  # staging's lines (job_progress, bundle_progress), a wait for a busy node.
+  # Progress of the long steps shows as it happens: the ECCL probe's, the
+  # copy's and the staging's lines (job_progress, bundle_push, bundle_progress),
+  # a wait for a busy node or for another run's lock.
   set +e
   ansible-playbook -i "$inv" "$@" -e topsrider_reports_dir="$reports" 2>&1 | tee "$log" \
-    | { grep --line-buffered -E '^[^ ]+: .*(: running, [0-9]+ s of [0-9]+ s|: (done|failed) after [0-9]+ s|\([0-9]+%\)|waiting until the node is free: .*)$' || true; }
+    | { grep --line-buffered -E '^[^ ]+: .*(: running, [0-9]+ s of [0-9]+ s|: (done|failed) after [0-9]+ s|\([0-9]+%\)|waiting until the node is free: .*|waiting for the node lock, .*)$' || true; }
   rc=${PIPESTATUS[0]}
   set -e
   # the last fleet report the run printed (tasks/finish.yml's report task,
