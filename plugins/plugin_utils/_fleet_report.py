@@ -56,10 +56,11 @@ def _one_line(value):
 
 
 def _cut_middle(text, width):
-    """The text in `width` characters: its start and its end (a detail says what
-    happened first and how it ended last: 'holds gcu0', dpkg's last words), ' ... ' between."""
+    """The text in `width` characters: two thirds of its start (what happened:
+    'back from 2.5.140 to 2.5.136', 'restored ... (proven)') and a third of its
+    end (how it ended: 'holds gcu0', dpkg's last words), ' ... ' between."""
     room = width - len(_CUT)
-    head = room // 2
+    head = (room * 2) // 3
     return text[:head].rstrip() + _CUT + text[len(text) - (room - head):].lstrip()
 
 
