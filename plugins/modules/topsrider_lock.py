@@ -58,6 +58,9 @@ attributes:
   action:
     support: full
     description: The action polls the node (the module with O(timeout=0)) while it waits, printing a line per poll.
+  async:
+    support: none
+    description: The wait is the action's own polls; it is never a background job.
   check_mode:
     support: full
     description: Changes nothing; warns when another run holds the lock.
