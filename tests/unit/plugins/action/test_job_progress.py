@@ -3,25 +3,14 @@ a failure at the timeout, and the shared poll schedule (plugin_utils/_async_job.
 from ansible_collections.gcu.topsrider.plugins.action.job_progress import job_result, progress_line, wait
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._async_job import poll_delay
 
+from fake_clock import Clock
+
 ARGS = {"label": "ECCL probe at level collective", "timeout": 360.0, "interval": 10.0}
-
-
-class Clock(object):
-    def __init__(self):
-        self.t = 0.0
-        self.slept = []
-
-    def now(self):
-        return self.t
-
-    def sleep(self, seconds):
-        self.slept.append(seconds)
-        self.t += seconds
 
 
 def run(statuses, args=None):
     clock, shown, reads = Clock(), [], iter(statuses)
-    out = wait("t20-node-1", args or ARGS, lambda: next(reads), now=clock.now, sleep=clock.sleep, show=shown.append)
+    out = wait("t20-node-1", args or ARGS, lambda: next(reads), now=clock, sleep=clock.sleep, show=shown.append)
     return out, shown, clock
 
 

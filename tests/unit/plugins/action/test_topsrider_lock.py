@@ -3,26 +3,17 @@ it is free (the run waited for is returned) or the timeout passed (the module's 
 any other failure is returned at once."""
 from ansible_collections.gcu.topsrider.plugins.action.topsrider_lock import poll_delay, wait, waiting_line
 
+from fake_clock import Clock
+
 HELD = {"id": "20261126T050639Z", "token": "t1", "kind": "deploy", "user": "ops", "controller": "ctl",
         "since": "2026-11-26T05:06:39Z"}
 LOCKED = {"failed": True, "locked": True, "holder": HELD, "msg": "This node is locked by ... within 0 s ..."}
 TAKEN = {"changed": True, "holder": {"id": "r2"}, "waited_for": None, "broken": None}
 
 
-class Clock(object):
-    def __init__(self):
-        self.t = 0.0
-
-    def now(self):
-        return self.t
-
-    def sleep(self, seconds):
-        self.t += seconds
-
-
 def run(results, timeout=600):
     clock, shown, calls = Clock(), [], iter(results)
-    out = wait("t20-node-2", timeout, "/var/lib/topsrider/run.lock", lambda: dict(next(calls)), now=clock.now,
+    out = wait("t20-node-2", timeout, "/var/lib/topsrider/run.lock", lambda: dict(next(calls)), now=clock,
                sleep=clock.sleep, show=shown.append)
     return out, shown, clock
 
@@ -41,7 +32,7 @@ def test_a_held_lock_is_polled_with_a_line_each_time_then_taken():
         "2026-11-26T05:06:39Z); 1 s of 600 s",
         "t20-node-2: waiting for the node lock, held by deploy run 20261126T050639Z (ops@ctl, since "
         "2026-11-26T05:06:39Z); 3 s of 600 s"]
-    assert out["changed"] and out["waited_for"] == HELD and clock.t == 7
+    assert out["changed"] and out["waited_for"] == HELD and clock.now == 7
 
 
 def test_the_timeout_fails_with_the_modules_message_and_the_real_timeout():

@@ -1,6 +1,6 @@
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A clock for the lock tests: time moves only when the code under test sleeps."""
+"""A clock for the tests of waits (the lock, the job and lock actions): time moves only when the code under test sleeps."""
 
 
 class Clock(object):
