@@ -9,7 +9,8 @@
 # launch-platform.sh with the smoke job, eccl_probe's collective with nccl from
 # 1 MiB to 256 MiB, and launch_check.yml while the smoke job holds the GPUs, when
 # no job runs, and (more than one GPU) with one process for all GPUs. It writes
-# gpu-check-<date>.json and .md to DIR (default docs/hardware). Needs
+# gpu-check-<date>.json and .md to DIR (default docs/hardware; GPU_CHECK_COMMIT names
+# the commit where the tree has no .git). Needs
 # ansible-core importable by the python that runs this script (PYTHONPATH is
 # fine). On a machine without a GPU it says so and exits 0 without a result.
 set -euo pipefail

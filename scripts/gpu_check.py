@@ -271,6 +271,8 @@ def main(argv=None):
 
     commit = subprocess.run(["git", "-C", TOP, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, universal_newlines=True, check=False).stdout.strip()
+    # A copy of the tree without .git (a lent device machine) names its commit through the environment.
+    commit = commit or os.environ.get("GPU_CHECK_COMMIT", "")
     result = {"date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"), "commit": commit or None,
               "host": socket.gethostname(), "python": args.python, "torch": facts,
               "gpus": devices.get("gcu_devices") or [], "driver": devices.get("gcu_driver_version"),
