@@ -23,7 +23,7 @@ import time
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIB = 1024 * 1024
 DEFAULT_SIZES = [MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB]
-CASE_RE = re.compile(r"launch check failed \((\w+)\): ([^\"]*)")
+CASE_RE = re.compile(r"launch check failed \((\w+)\): ([^\"\n]*)")
 OK_RE = re.compile(r"\"msg\": \"[^:\"]+: (\d+ training processes for \d+ cards, every card busy[^\"]*)\"")
 
 
@@ -173,8 +173,13 @@ def markdown(result):
     for r in result["probe"].get("results") or []:
         lines.append("| %d MiB | %s | %s | %s | %s |" % (r["size_bytes"] // MIB, r["latency_us"], r["algbw_gbps"],
                                                          r["busbw_gbps"], r["correct"]))
-    lines += ["", "With one GPU busbw is 0 by the formula (2(n-1)/n = 0): no bytes cross a link; algbw is the "
-              "device's own reduction rate.", ""]
+    if result["probe"].get("world_size") == 1:
+        lines += ["", "With one GPU NCCL's in-place all-reduce has nothing to reduce or move: the latency is the "
+                  "call's own cost (about the same at every size), so algbw here is no bandwidth and busbw is 0 "
+                  "by the formula (2(n-1)/n = 0). What this run proves is the device-placed path: NCCL loaded, "
+                  "a CUDA tensor in every call, the result correct.", ""]
+    else:
+        lines += [""]
     return "\n".join(lines)
 
 
@@ -269,11 +274,12 @@ def main(argv=None):
         steps.append({"name": "launch_check.yml, one busy and the rest asleep", "pass": True,
                       "detail": "not applicable: this machine has 1 GPU (the case needs more than one)"})
 
-    commit = subprocess.run(["git", "-C", TOP, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, universal_newlines=True, check=False).stdout.strip()
-    # A copy of the tree without .git (a lent device machine) names its commit through the environment.
-    commit = commit or os.environ.get("GPU_CHECK_COMMIT", "")
-    result = {"date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"), "commit": commit or None,
+    # A copied tree (a lent device machine) may carry no .git or an older one: GPU_CHECK_COMMIT comes first.
+    commit = os.environ.get("GPU_CHECK_COMMIT") or subprocess.run(
+        ["git", "-C", TOP, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        universal_newlines=True, check=False).stdout.strip()
+    now = datetime.datetime.now(datetime.timezone.utc)
+    result = {"date": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "commit": commit or None,
               "host": socket.gethostname(), "python": args.python, "torch": facts,
               "gpus": devices.get("gcu_devices") or [], "driver": devices.get("gcu_driver_version"),
               "steps": steps, "probe": collective, "smoke": {"single": single, "platform": platform},

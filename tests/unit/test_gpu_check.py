@@ -22,6 +22,14 @@ FAIL_OUT = '''fatal: [localhost]: FAILED! => {
     "msg": "localhost: launch check failed (no_job): no training process runs on this node; 1 card(s) idle: 0"
 }
 '''
+# ansible-core 2.19's error line on the H200 run (docs/hardware/gpu-check-2026-11-26.json): the verdict ends
+# at its line, the Origin lines that follow are not part of it.
+ERROR_OUT = '''[ERROR]: Task failed: Action failed: localhost: launch check failed (no_job): no training process runs
+on this node (none with LOCAL_RANK in its environment); 1 card(s) idle: 0
+Origin: /work/main/playbooks/launch_check.yml:66:7
+
+64         launch_check:
+'''.replace("runs\non", "runs on")
 
 
 def test_launch_check_verdicts_are_read_from_the_playbook_output():
@@ -29,6 +37,9 @@ def test_launch_check_verdicts_are_read_from_the_playbook_output():
         "ok", "1 training processes for 1 cards, every card busy (>= 10.0%)")
     case, message = gpu_check.launch_check_case(2, FAIL_OUT)
     assert case == "no_job" and message.startswith("no training process runs")
+    assert gpu_check.launch_check_case(2, ERROR_OUT) == (
+        "no_job", "no training process runs on this node (none with LOCAL_RANK in its environment); "
+        "1 card(s) idle: 0")
     # An output with no verdict is never read as a pass.
     assert gpu_check.launch_check_case(2, "ERROR! the playbook could not be found")[0] == "unknown"
 
@@ -55,3 +66,7 @@ def test_markdown_names_every_step_and_the_busbw_table():
     assert "| a | pass | x / y |" in text and "| b | FAIL | z |" in text
     assert "| 1 MiB | 12.5 | 80.0 | 0.0 | True |" in text
     assert "/x/libnccl.so.2 (2.28.9)" in text and "NVIDIA H100 80GB HBM3" in text
+    assert "no bandwidth" not in text
+    # One GPU: NCCL's in-place all-reduce moves nothing, and the result says algbw is then no bandwidth.
+    result["probe"]["world_size"] = 1
+    assert "algbw here is no bandwidth" in gpu_check.markdown(result)
