@@ -12,12 +12,21 @@ module: topsrider_lock
 short_description: One deploy, rollback or restore at a time per node
 version_added: "0.1.0"
 description:
-  - Takes or releases the node's TopsRider lock, a file created atomically (C(O_CREAT|O_EXCL)) that names the
-    run holding it (id, kind, user, controller, start time). C(deploy.yml) and C(rollback.yml) take it before
-    they read anything they decide on and release it in the play's C(always), so two runs never interleave on a
-    node and a second run waits (up to O(timeout)) or fails naming the run that holds it.
+  - Takes or releases the node's TopsRider lock, a file that names the run holding it (id, kind, user, controller,
+    start time), written whole to a temporary file and hard-linked into place (atomic; a full disk leaves no lock
+    file). C(deploy.yml) and C(rollback.yml) take it before they read anything they decide on and release it in
+    the play's C(always), so two runs never interleave on a node and a second run waits (up to O(timeout)) or
+    fails naming the run that holds it.
   - A lock held by the same run (same O(holder) id and token) is taken again without waiting, so a rescue can
-    go on under it. A lock held by another run is never removed, except by O(break_id) naming that run.
+    go on under it; that renews its lease.
+  - >-
+    A lock whose holder is gone is taken over, and the result says so (RV(took_over), a warning): its action
+    records this controller (hostname, boot id, pid namespace) and the run's C(ansible-playbook) process (pid and
+    start time) in O(holder), and takes over the lock of a run on the same controller whose process is gone
+    (also when its pid now belongs to another process). A holder on another controller is gone when its lease
+    (O(lease) seconds from its last acquire, the node's clock) has passed. A lock file that is not readable JSON
+    (an older version's writer that died) is stale once it is 60 s old. Anything else is never removed, except
+    by O(break_id) naming that run.
   - >-
     While it waits for another run it prints a line on the controller every few seconds (up to 10), such as
     C(t20-node-2: waiting for the node lock, held by deploy run 20261126T050639Z (ops@ctl, since
@@ -38,8 +47,22 @@ options:
     description:
       - Who takes the lock, written into the file. C(id) (the run id) and C(token) (unique per run) identify
         the run; C(kind), C(user), C(controller) and C(since) are for the messages.
+      - The action adds C(boot_id), C(pidns), C(pid) and C(pid_start) (this controller and its ansible-playbook
+        process), which decide whether a later run on the same controller may take the lock over.
     type: dict
     required: true
+  lease:
+    description:
+      - Seconds (60 to 604800) after this run's last acquire of the lock when a run on another controller may take
+        it over (this run is then taken to be gone). Recorded in the lock as C(lease_s) with C(renewed), the
+        node's time. Pick it longer than the run holds the lock (in C(deploy.yml), the wait for a drained node
+        plus the rollout). Unset, the lock has no lease (only O(break_id) removes it from another controller).
+    type: int
+  takeover:
+    description:
+      - "The action's judgement that the holder with this C(token) is gone (its C(reason) is said): that lock is
+        taken over when it still is that holder's. Set by the action, not by a task."
+    type: dict
   timeout:
     description: Seconds to wait for another run's lock (0 to 86400).
     type: int
@@ -100,13 +123,28 @@ broken:
   description: The holder removed through O(break_id).
   returned: when a lock was broken
   type: dict
+took_over:
+  description:
+    - "The stale lock this call took over: C(holder) (the previous holder, or the string C(unreadable)), C(reason)
+      (why it was judged gone), C(note) (the line of the run's report: C(interrupted deploy run ID found (its
+      ansible-playbook (pid N on ctl) is gone))."
+  returned: when a stale lock was taken over
+  type: dict
 '''
 
 import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gcu.topsrider.plugins.module_utils._lock import (
-    LockError, acquire, describe, locked_message, read_holder, release)
+    LockError, acquire, describe, found_note, judge_node, locked_message, read_holder, release, took_over_line)
+
+
+def _mtime(path):
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
 
 
 def main():
@@ -117,22 +155,31 @@ def main():
             holder=dict(type="dict", required=True),
             timeout=dict(type="int", default=600),
             break_id=dict(type="str"),
+            lease=dict(type="int"),
+            takeover=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
     p = module.params
     if not 0 <= p["timeout"] <= 86400:
         module.fail_json(msg="timeout must be between 0 and 86400 seconds, got %d" % p["timeout"])
+    if p["lease"] is not None and not 60 <= p["lease"] <= 604800:
+        module.fail_json(msg="lease must be between 60 and 604800 seconds, got %d" % p["lease"])
     holder = dict(p["holder"])
     if not holder.get("id") or not holder.get("token"):
         module.fail_json(msg="holder needs id and token")
+    if p["lease"] is not None:
+        holder["lease_s"] = p["lease"]
     path = p["path"]
     if module.check_mode:
         current = read_holder(path)
         if current is not None and current != holder and not (
                 isinstance(current, dict) and current.get("token") == holder.get("token")):
+            stale = judge_node(current, holder, time.time(), _mtime(path))
             module.warn("another run is changing this node: %s; what check mode reads may change under it"
-                        % describe(current))
+                        % describe(current) if stale is None else
+                        "the lock of %s is stale (%s): a run that is not in check mode takes it over"
+                        % (describe(current), stale))
         module.exit_json(changed=False, holder=current if current is not None else None)
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
@@ -143,14 +190,21 @@ def main():
             module.warn("the lock %s is held by %s, not by this run; left in place" % (path, describe(current)))
         module.exit_json(changed=released, holder=current)
     try:
-        changed, waited_for, broken = acquire(path, holder, p["timeout"], p["break_id"])
+        changed, waited_for, broken, took_over = acquire(path, holder, p["timeout"], p["break_id"],
+                                                         takeover=p["takeover"])
     except LockError as e:
         held = e.args[0]
         module.fail_json(msg=locked_message(held, p["timeout"], path), locked=True,
                          holder=held if isinstance(held, dict) else None)
+    except OSError as e:
+        module.fail_json(msg="The node lock %s could not be written: %s; no lock file was left and nothing was "
+                             "changed. Free space in %s and run again." % (path, e.strerror or e, directory))
     if broken is not None:
         module.warn("broke the lock of %s (break_id)" % describe(broken))
-    module.exit_json(changed=changed, holder=holder, waited_for=waited_for, broken=broken)
+    if took_over is not None:
+        took_over["note"] = found_note(took_over["holder"], took_over["reason"])
+        module.warn(took_over_line(took_over["holder"], took_over["reason"]))
+    module.exit_json(changed=changed, holder=holder, waited_for=waited_for, broken=broken, took_over=took_over)
 
 
 if __name__ == "__main__":

@@ -173,6 +173,78 @@ def test_halted_rollout_names_the_unreachable_node_and_prints_the_summary():
     assert "1 not started" in text
 
 
+def wall_s(text):
+    """The run's wall time (tasks/play.yml's second line, h:mm:ss.s) in seconds."""
+    h, m, sec = text.split("\n", 2)[1].split("=", 1)[1].split(":")
+    return int(h) * 3600 + int(m) * 60 + float(sec)
+
+
+def report_rows(name):
+    return dict((h["host"], h) for h in json.loads(read("report-%s.json" % name))["hosts"])
+
+
+def stopped_controller(name):
+    """Issue 31: the upgrade stopped while node2 installs, then the same command again, plain."""
+    lock = json.loads(read("lock-%s.json" % name))
+    pid = int(read("pid-%s.txt" % name))
+    # The lock names the stopped ansible-playbook process and this controller.
+    assert lock["pid"] == pid and lock["pid_start"] and lock["boot_id"] and lock["pidns"], lock
+    assert lock["kind"] == "deploy" and lock["lease_s"] >= 3600 and lock["renewed"], lock
+    rc, text = run("%s-stopped" % name)
+    assert rc != 0, text[-3000:]
+    # Stopped mid-batch: node1 done, node2's packages at 2.5.140 (its dpkg went on), its facts not yet.
+    assert "tops-sdk 2.5.140-1 hold ok installed" in capture("%s-stopped" % name, N1)
+    assert capture("%s-stopped" % name, N2) != capture("%s-done" % name, N2)
+    rc, text = run("%s-rerun" % name)
+    assert rc == 0, text[-3000:]
+    assert "waiting for the node lock" not in text
+    text = " ".join(text.split())  # a warning may be wrapped at the terminal's width
+    said = "took over the lock of deploy run %s (" % lock["id"]
+    assert said in text and "its ansible-playbook (pid %d on %s) is gone" % (pid, lock["controller"]) in text
+    rows = report_rows("%s-rerun" % name)
+    assert rows[N2]["result"] == "ok", rows[N2]
+    assert rows[N2]["detail"].startswith(
+        "interrupted deploy run %s found (its ansible-playbook (pid %d on %s) is gone), completed: "
+        % (lock["id"], pid, lock["controller"])), rows[N2]
+    assert rows[N1]["result"] == "ok" and "interrupted" not in rows[N1]["detail"], rows[N1]
+    # Both nodes at 2.5.140, alike but for the node's own facts (the snapshot id names each node's run).
+    for n in (N1, N2):
+        done = capture("%s-done" % name, n)
+        assert "tops-sdk 2.5.140-1 hold ok installed" in done and "audit: 0" in done
+    assert without_facts(capture("%s-done" % name, N1)) == without_facts(capture("%s-done" % name, N2))
+
+
+def test_ctrl_c_mid_batch_then_a_plain_rerun_completes_on_every_node():
+    stopped_controller("sigint")
+
+
+def test_kill_9_mid_batch_then_a_plain_rerun_completes_on_every_node():
+    stopped_controller("sigkill")
+
+
+def test_rollback_after_each_stopped_upgrade_is_exact():
+    for name in ("sigint-rollback", "sigkill-rollback"):
+        rc, text = run(name)
+        assert rc == 0, text[-3000:]
+    for n in (N1, N2):
+        assert capture("sigint-back", n) == capture("end", n)
+        assert capture("sigkill-back", n) == capture("end", n)
+
+
+def test_an_unreadable_lock_file_is_taken_over_without_waiting():
+    rc, text = run("sigkill-rollback")
+    assert rc == 0, text[-3000:]
+    assert "waiting for the node lock" not in text
+    assert wall_s(text) < 300, "the rollback took %.0f s (topsrider_lock_timeout is 600 s)" % wall_s(text)
+    text = " ".join(text.split())  # a warning may be wrapped at the terminal's width
+    assert "took over the lock of an unknown run (the lock file is not readable JSON)" in text
+    rows = report_rows("sigkill-rollback")
+    assert rows[N1]["result"] == "ok" and rows[N1]["detail"].startswith(
+        "an unreadable node lock found (the lock file is not readable JSON and is "), rows[N1]
+    assert ", taken over, completed: " in rows[N1]["detail"], rows[N1]
+    assert "found" not in rows[N2]["detail"], rows[N2]
+
+
 def test_no_lock_or_open_deploy_is_left(host):
     assert not host.file("/var/lib/topsrider/run.lock").exists
     assert not host.file("/var/lib/topsrider/open-deploy.json").exists

@@ -11,10 +11,15 @@ LOCKED = {"failed": True, "locked": True, "holder": HELD, "msg": "This node is l
 TAKEN = {"changed": True, "holder": {"id": "r2"}, "waited_for": None, "broken": None}
 
 
-def run(results, timeout=600):
+def run(results, timeout=600, judge=None, asked=None):
     clock, shown, calls = Clock(), [], iter(results)
-    out = wait("t20-node-2", timeout, "/var/lib/topsrider/run.lock", lambda: dict(next(calls)), now=clock,
-               sleep=clock.sleep, show=shown.append)
+
+    def take(takeover):
+        if asked is not None:
+            asked.append(takeover)
+        return dict(next(calls))
+    out = wait("t20-node-2", timeout, "/var/lib/topsrider/run.lock", take, now=clock,
+               sleep=clock.sleep, show=shown.append, judge=judge)
     return out, shown, clock
 
 
@@ -47,7 +52,7 @@ def test_an_unreadable_lock_is_named_as_such():
     unreadable = dict(LOCKED, holder=None)
     out, shown, dummy = run([unreadable] * 10, timeout=2)
     assert "an unknown run (the lock file is not readable JSON)" in shown[0]
-    assert "locked by an unknown run" in out["msg"] and "topsrider_lock_break=<id>" in out["msg"]
+    assert "locked by an unknown run" in out["msg"] and "topsrider_lock_break=unreadable" in out["msg"]
 
 
 def test_another_failure_is_returned_at_once():
@@ -60,3 +65,23 @@ def test_polls():
     assert [poll_delay(n) for n in range(6)] == [1, 2, 4, 8, 10, 10]
     assert waiting_line("n", "unreadable", 3.9, 10) == (
         "n: waiting for the node lock, held by an unknown run (the lock file is not readable JSON); 3 s of 10 s")
+
+
+def test_a_holder_judged_gone_is_taken_over_at_once_by_its_token():
+    asked = []
+    took = dict(TAKEN, took_over={"holder": HELD, "reason": "gone", "note": "interrupted deploy run ... found"})
+    out, shown, clock = run([LOCKED, took], judge=lambda held: "its ansible-playbook (pid 1 on ctl) is gone",
+                            asked=asked)
+    assert asked == [None, {"token": "t1", "reason": "its ansible-playbook (pid 1 on ctl) is gone"}]
+    assert out == took and shown == [] and clock.now == 0
+
+
+def test_a_live_holder_is_waited_for():
+    asked = []
+    out, shown, clock = run([LOCKED, LOCKED, TAKEN], judge=lambda held: None, asked=asked)
+    assert asked == [None, None, None] and len(shown) == 2 and out["waited_for"] == HELD
+
+
+def test_timeout_zero_is_one_try():
+    out, shown, clock = run([LOCKED], timeout=0)
+    assert out["failed"] and "did not end within 0 s" in out["msg"] and shown == []
