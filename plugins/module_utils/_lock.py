@@ -180,6 +180,18 @@ def found_note(previous, reason):
     return "interrupted %s run %s found (%s)" % (previous.get("kind") or "a", previous.get("id") or "?", reason)
 
 
+def check_mode_warning(path, current, holder, now=None):
+    """Check mode's warning when another run holds the lock (None when nobody
+    does, or this run): what check mode reads may change under it, or the
+    lock is stale and a real run takes it over."""
+    if current is None or current == holder or (isinstance(current, dict) and current.get("token") == holder.get("token")):
+        return None
+    stale = judge_node(current, holder, time.time() if now is None else now, _mtime(path))
+    if stale is None:
+        return "another run is changing this node: %s; what check mode reads may change under it" % describe(current)
+    return "the lock of %s is stale (%s): a run that is not in check mode takes it over" % (describe(current), stale)
+
+
 def took_over_line(previous, reason):
     """The task's own line when it takes a stale lock over."""
     return "took over the lock of %s: %s" % (describe(previous), reason)
@@ -234,7 +246,7 @@ def acquire(path, holder, timeout, break_id=None, clock=time.time, sleep=time.sl
     """Take the lock for `holder` ({id, token, kind, user, controller, since,
     and the identity fields above}), waiting up to `timeout` seconds.
     Returns (changed, previous holder or None, broken holder or None, took
-    over: {'holder', 'reason'} or None). Raises LockError naming the holder
+    over: {'holder', 'reason', 'note'} or None). Raises LockError naming the holder
     when the wait ends. The same run taking it again is not a change (a
     rescue after a failed task); it renews the lease. `break_id`: remove a
     lock held by that run id first (a run that was killed and can no longer
@@ -267,7 +279,7 @@ def acquire(path, holder, timeout, break_id=None, clock=time.time, sleep=time.sl
             if _take_away(path, current, holder):
                 holder = dict(holder, renewed=clock()) if "lease_s" in holder else holder
                 if try_create(path, holder):
-                    return True, None, broken, {"holder": current, "reason": reason}
+                    return True, None, broken, {"holder": current, "reason": reason, "note": found_note(current, reason)}
             continue
         waited_for = current
         if clock() >= deadline:

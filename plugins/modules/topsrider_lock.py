@@ -133,18 +133,10 @@ took_over:
 '''
 
 import os
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gcu.topsrider.plugins.module_utils._lock import (
-    LockError, acquire, describe, found_note, judge_node, locked_message, read_holder, release, took_over_line)
-
-
-def _mtime(path):
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return None
+    LockError, acquire, check_mode_warning, describe, locked_message, read_holder, release, took_over_line)
 
 
 def main():
@@ -165,22 +157,16 @@ def main():
         module.fail_json(msg="timeout must be between 0 and 86400 seconds, got %d" % p["timeout"])
     if p["lease"] is not None and not 60 <= p["lease"] <= 604800:
         module.fail_json(msg="lease must be between 60 and 604800 seconds, got %d" % p["lease"])
-    holder = dict(p["holder"])
+    holder = dict(p["holder"], **({} if p["lease"] is None else {"lease_s": p["lease"]}))
     if not holder.get("id") or not holder.get("token"):
         module.fail_json(msg="holder needs id and token")
-    if p["lease"] is not None:
-        holder["lease_s"] = p["lease"]
     path = p["path"]
     if module.check_mode:
         current = read_holder(path)
-        if current is not None and current != holder and not (
-                isinstance(current, dict) and current.get("token") == holder.get("token")):
-            stale = judge_node(current, holder, time.time(), _mtime(path))
-            module.warn("another run is changing this node: %s; what check mode reads may change under it"
-                        % describe(current) if stale is None else
-                        "the lock of %s is stale (%s): a run that is not in check mode takes it over"
-                        % (describe(current), stale))
-        module.exit_json(changed=False, holder=current if current is not None else None)
+        warning = check_mode_warning(path, current, holder)
+        if warning:
+            module.warn(warning)
+        module.exit_json(changed=False, holder=current)
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
         os.makedirs(directory, 0o700)
@@ -193,16 +179,14 @@ def main():
         changed, waited_for, broken, took_over = acquire(path, holder, p["timeout"], p["break_id"],
                                                          takeover=p["takeover"])
     except LockError as e:
-        held = e.args[0]
-        module.fail_json(msg=locked_message(held, p["timeout"], path), locked=True,
-                         holder=held if isinstance(held, dict) else None)
+        module.fail_json(msg=locked_message(e.args[0], p["timeout"], path), locked=True,
+                         holder=e.args[0] if isinstance(e.args[0], dict) else None)
     except OSError as e:
         module.fail_json(msg="The node lock %s could not be written: %s; no lock file was left and nothing was "
                              "changed. Free space in %s and run again." % (path, e.strerror or e, directory))
     if broken is not None:
         module.warn("broke the lock of %s (break_id)" % describe(broken))
     if took_over is not None:
-        took_over["note"] = found_note(took_over["holder"], took_over["reason"])
         module.warn(took_over_line(took_over["holder"], took_over["reason"]))
     module.exit_json(changed=changed, holder=holder, waited_for=waited_for, broken=broken, took_over=took_over)
 

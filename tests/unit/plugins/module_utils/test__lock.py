@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.gcu.topsrider.plugins.module_utils import _lock
 from ansible_collections.gcu.topsrider.plugins.module_utils._lock import (
-    LockError, acquire, describe, found_note, judge_node, judge_process, locked_message, process_start,
+    LockError, acquire, check_mode_warning, describe, judge_node, judge_process, locked_message, process_start,
     read_holder, release, took_over_line)
 from fake_clock import Clock
 
@@ -112,10 +112,9 @@ def test_unreadable_lock_file_past_the_grace_is_taken_over_and_said_so(tmp_path)
     clock = Clock(1000.0)
     changed, waited, broken, took_over = acquire(str(path), A, 600, clock=clock, sleep=clock.sleep)
     assert changed and clock.slept == [] and took_over == {
-        "holder": "unreadable", "reason": "the lock file is not readable JSON and is 100 s old"}
+        "holder": "unreadable", "reason": "the lock file is not readable JSON and is 100 s old",
+        "note": "an unreadable node lock found (the lock file is not readable JSON and is 100 s old), taken over"}
     assert read_holder(str(path)) == A
-    assert found_note(took_over["holder"], took_over["reason"]) == (
-        "an unreadable node lock found (the lock file is not readable JSON and is 100 s old), taken over")
 
 
 def test_unreadable_lock_file_is_taken_over_once_it_ages_while_waiting(tmp_path):
@@ -158,10 +157,10 @@ def test_takeover_by_the_controllers_judgement_names_the_dead_run(tmp_path):
     acquire(path, A_CTL, 0)
     reason = judge_process(read_holder(path), ME, lambda pid: None)
     changed, waited, broken, took_over = acquire(path, ME, 0, takeover={"token": "aaa", "reason": reason})
-    assert changed and took_over == {"holder": A_CTL, "reason": reason}
+    assert changed and took_over == {
+        "holder": A_CTL, "reason": reason,
+        "note": "interrupted deploy run 20260101T000000Z found (its ansible-playbook (pid 4242 on ctl) is gone)"}
     assert read_holder(path) == ME
-    assert found_note(A_CTL, reason) == (
-        "interrupted deploy run 20260101T000000Z found (its ansible-playbook (pid 4242 on ctl) is gone)")
     assert took_over_line(A_CTL, reason) == (
         "took over the lock of deploy run 20260101T000000Z (op@ctl, since T0): its ansible-playbook "
         "(pid 4242 on ctl) is gone")
@@ -252,3 +251,17 @@ def test_process_start_reads_field_22_after_the_command_name(tmp_path):
     assert process_start(78, str(tmp_path)) is None
     assert process_start(os.getpid()) == process_start(os.getpid())
     assert process_start(os.getpid()) is not None
+
+
+def test_check_mode_says_who_holds_the_lock_or_that_a_real_run_takes_it_over(tmp_path):
+    path = tmp_path / "run.lock"
+    assert check_mode_warning(str(path), None, A) is None
+    assert check_mode_warning(str(path), dict(A), A) is None
+    assert check_mode_warning(str(path), B, A) == (
+        "another run is changing this node: deploy run 20260101T000000Z (op2@ctl2, since T1); what check mode reads "
+        "may change under it")
+    path.write_text("{")
+    os.utime(str(path), (100.0, 100.0))
+    assert check_mode_warning(str(path), "unreadable", A, now=1000.0) == (
+        "the lock of an unknown run (the lock file is not readable JSON) is stale (the lock file is not readable "
+        "JSON and is 900 s old): a run that is not in check mode takes it over")
