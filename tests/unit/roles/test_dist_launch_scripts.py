@@ -15,10 +15,6 @@ import pytest
 from ansible_collections.gcu.topsrider.plugins.filter.vendor import FilterModule
 from ansible_collections.gcu.topsrider.plugins.module_utils import _job_needs
 
-def vendor_filters():
-    return FilterModule().filters()
-
-
 ROLE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "roles", "dist_launch"))
 ANSIBLE = os.path.join(os.path.dirname(sys.executable), "ansible")
 
@@ -36,6 +32,10 @@ BASE_VARS = {
                             {"min_cards": 64, "config": "cfg/huge.yaml"}],
     "dist_launch_config_arg": "--config",
 }
+
+
+def vendor_filters():
+    return FilterModule().filters()
 
 
 def job_files_of(vendor, env_file):
