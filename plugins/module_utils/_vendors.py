@@ -57,7 +57,7 @@ VENDORS = (
             {"path": "/etc/ld.so.conf.d/topsrider.conf", "what": "the loader configuration of the TopsRider libraries",
              "writer": "the tops_sdk role"},
             {"path": "/etc/ansible/facts.d/topsrider.fact", "what": "the record of the deployed release (local facts)",
-             "writer": "deploy.yml"},
+             "writer": "its record step"},
         ],
         # The collective library a job loads and the package that installs it (its identity: verify.yml).
         "job_library": {"name": "libeccl.so", "package": "tops-eccl"},
