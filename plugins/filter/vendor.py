@@ -3,13 +3,13 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The vendor table (plugins/module_utils/_vendors.py) for YAML: a vendor's
 row by its name, and the files a job on its nodes needs with the launcher's
-message for each (plugins/module_utils/_job_needs.py); an unknown name fails
+message for each (plugins/module_utils/_compare.py); an unknown name fails
 the task. Thin wrappers."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gcu.topsrider.plugins.module_utils._job_needs import job_files
+from ansible_collections.gcu.topsrider.plugins.module_utils._compare import job_files
 from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import VendorError, vendor_spec
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
 

@@ -15,7 +15,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._compare import (
-    compare, desired_problems, desired_reads,
+    compare, desired_problems, desired_reads, job_files, job_problems,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg import QUERY_FORMAT
 from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg_io import dpkg_lock_busy
@@ -24,7 +24,6 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._node import (
     C_LOCALE, EFSMI_DIRS, PCI_ROOT, parse_ldconfig_cache, query_then_summary, read_pci,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._slurm import NODE_NAME, slurm_state
-from ansible_collections.gcu.topsrider.plugins.module_utils._job_needs import job_files, job_problems
 from ansible_collections.gcu.topsrider.plugins.module_utils._state import (
     file_state, library_state, listed_paths, owned_files, package_files_state, packages_state, parse_dpkg_verify,
     read_python, space_state, system_state,
@@ -81,7 +80,7 @@ def read_package_files(module, names, packages):
 
 
 def read_job(vendor, env_file, state):
-    """What a training job needs on a `vendor` node (_job_needs: the
+    """What a training job needs on a `vendor` node (_compare: the
     launcher's files and rule, the library's identity from `state`)."""
     return {"vendor": vendor, "files": [f["path"] for f in job_files(vendor, env_file)],
             "problems": job_problems(vendor, state, env_file)}

@@ -49,7 +49,7 @@ VENDORS = (
         "k8s_resource": "enflame.com/gcu",
         "env_file": ENFLAME_ENV_FILE,    # sourced by jobs (eccl_env writes it)
         # What a training job needs on the node, in the order the launcher checks it
-        # (plugins/module_utils/_job_needs.py: the rule and the message, for the
+        # (plugins/module_utils/_compare.py: the rule and the message, for the
         # dist_launch scripts and verify.yml alike): the file, what it is, who writes it.
         "job_files": [
             {"path": ENFLAME_ENV_FILE, "what": "the collective library's environment",

@@ -53,7 +53,7 @@ options:
     description:
       - A vendor name (C(enflame)). Read what a training job needs on a node of that vendor - the files the
         C(gcu.topsrider.dist_launch) scripts refuse to start without, with the same rule and message
-        (C(plugins/module_utils/_job_needs.py)), and the identity of its collective library (where the loader
+        (C(plugins/module_utils/_compare.py)), and the identity of its collective library (where the loader
         resolves it, its package's files as dpkg installed them) - into RV(state.job). C(playbooks/verify.yml) uses it.
     type: str
     version_added: 0.3.0

@@ -169,7 +169,7 @@ def test_two_nodes_sixteen_ranks():
 # ---------------------------------------------------------------- what a job needs: launcher and verify agree
 def test_a_deleted_environment_file_fails_verify_on_that_node_only_in_the_launchers_words(host, tmp_path):
     """node2 loses /etc/profile.d/topsrider.sh: its launcher refuses (exit 72), and verify.yml fails that
-    node only, with the launcher's own message (the one list and rule, plugins/module_utils/_job_needs.py);
+    node only, with the launcher's own message (the one list and rule, plugins/module_utils/_compare.py);
     node1 stays ok."""
     env_file = "/etc/profile.d/topsrider.sh"
     rc, _out, err = dexec("dist_launch-node2", "mv %s /root/topsrider.sh.moved" % env_file)

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from ansible_collections.gcu.topsrider.plugins.filter.vendor import FilterModule
-from ansible_collections.gcu.topsrider.plugins.module_utils import _job_needs
+from ansible_collections.gcu.topsrider.plugins.module_utils import _compare
 
 ROLE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "roles", "dist_launch"))
 ANSIBLE = os.path.join(os.path.dirname(sys.executable), "ansible")
@@ -52,7 +52,7 @@ def node_job_files(tmp, env_file):
             moved = tmp / os.path.basename(entry["path"])
             moved.write_text("x\n")
             entry = dict(entry, path=str(moved))
-            entry["message"] = _job_needs.missing_message(entry)
+            entry["message"] = _compare.missing_message(entry)
         out.append(entry)
     return out
 

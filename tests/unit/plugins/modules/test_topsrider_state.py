@@ -249,8 +249,8 @@ def test_package_files_that_dpkg_cannot_verify_is_an_error_in_the_state(run):
 
 
 def test_job_names_the_launchers_missing_file_in_its_words_and_the_librarys_changed_file(run, monkeypatch):
-    from ansible_collections.gcu.topsrider.plugins.module_utils import _job_needs
-    monkeypatch.setattr(_job_needs, "usable", lambda path: path != "/etc/profile.d/topsrider.sh")
+    from ansible_collections.gcu.topsrider.plugins.module_utils import _compare
+    monkeypatch.setattr(_compare, "usable", lambda path: path != "/etc/profile.d/topsrider.sh")
     result, calls = run(
         {"job": "enflame"},
         {("dpkg-query", "-W", "--", "tops-eccl"): (0, QUERY, ""),
@@ -258,7 +258,7 @@ def test_job_names_the_launchers_missing_file_in_its_words_and_the_librarys_chan
          ("dpkg-query", "-L", "--"): (0, "/usr/local/tops\n/usr/local/tops/lib/libeccl.so\n", ""),
          ("ldconfig", "-p"): (0, LDCONFIG, "")})
     job = result["state"]["job"]
-    launcher = [f for f in _job_needs.job_files("enflame") if f["path"] == "/etc/profile.d/topsrider.sh"][0]
+    launcher = [f for f in _compare.job_files("enflame") if f["path"] == "/etc/profile.d/topsrider.sh"][0]
     assert job["files"] == ["/etc/profile.d/topsrider.sh", "/etc/ld.so.conf.d/topsrider.conf",
                             "/etc/ansible/facts.d/topsrider.fact"]
     assert [p["check"] for p in job["problems"]] == ["/etc/profile.d/topsrider.sh", "tops-eccl /usr/local/tops/lib/libeccl.so"]

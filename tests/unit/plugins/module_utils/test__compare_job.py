@@ -8,27 +8,27 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gcu.topsrider.plugins.module_utils import _job_needs
+from ansible_collections.gcu.topsrider.plugins.module_utils import _compare
 from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import VendorError
 
 ENV = "/etc/profile.d/topsrider.sh"
 
 
 def test_the_enflame_list_and_its_messages():
-    files = _job_needs.job_files("enflame")
+    files = _compare.job_files("enflame")
     assert [f["path"] for f in files] == [ENV, "/etc/ld.so.conf.d/topsrider.conf",
                                           "/etc/ansible/facts.d/topsrider.fact"]
     assert [f["env_file"] for f in files] == [True, False, False]
     assert files[0]["message"] == ("/etc/profile.d/topsrider.sh is missing or unreadable: the collective library's "
                                    "environment is not deployed (run playbooks/deploy.yml; the eccl_env role writes it)")
-    assert all(f["test"] == _job_needs.SHELL_RULE for f in files)
+    assert all(f["test"] == _compare.SHELL_RULE for f in files)
     # dist_launch_env_file: another path, or none
-    assert _job_needs.job_files("enflame", "/opt/env.sh")[0]["path"] == "/opt/env.sh"
-    assert "/opt/env.sh is missing" in _job_needs.job_files("enflame", "/opt/env.sh")[0]["message"]
-    assert ENV not in [f["path"] for f in _job_needs.job_files("enflame", "")]
-    assert _job_needs.job_files("nvidia") == []
+    assert _compare.job_files("enflame", "/opt/env.sh")[0]["path"] == "/opt/env.sh"
+    assert "/opt/env.sh is missing" in _compare.job_files("enflame", "/opt/env.sh")[0]["message"]
+    assert ENV not in [f["path"] for f in _compare.job_files("enflame", "")]
+    assert _compare.job_files("nvidia") == []
     with pytest.raises(VendorError):
-        _job_needs.job_files("ascend")
+        _compare.job_files("ascend")
 
 
 def test_the_shell_rule_and_usable_agree(tmp_path):
@@ -39,9 +39,9 @@ def test_the_shell_rule_and_usable_agree(tmp_path):
     os.symlink(str(tmp_path / "gone"), str(tmp_path / "dangling"))
     for name in ("file", "dir", "link", "dangling", "gone"):
         path = str(tmp_path / name)
-        shell = subprocess.run(["bash", "-c", _job_needs.SHELL_RULE], env={"f": path}, check=False).returncode == 0
-        assert shell == _job_needs.usable(path), name
-    assert _job_needs.usable(str(tmp_path / "file")) and not _job_needs.usable(str(tmp_path / "dir"))
+        shell = subprocess.run(["bash", "-c", _compare.SHELL_RULE], env={"f": path}, check=False).returncode == 0
+        assert shell == _compare.usable(path), name
+    assert _compare.usable(str(tmp_path / "file")) and not _compare.usable(str(tmp_path / "dir"))
 
 
 def test_job_problems_files_first_then_the_library():
@@ -52,7 +52,7 @@ def test_job_problems_files_first_then_the_library():
                                     "realpath": "/usr/local/tops/lib/libeccl.so"}]},
              "packages": {"tops-eccl": {"version": "2.5.136-1"}},
              "package_files": {"error": None, "packages": {"tops-eccl": []}}}
-    got = _job_needs.job_problems("enflame", state, check=lambda path: path != ENV)
+    got = _compare.job_problems("enflame", state, check=lambda path: path != ENV)
     assert [p["check"] for p in got] == [ENV, "libeccl.so resolves"]
     assert got[1]["message"] == "libeccl.so resolves: not from tops-eccl: /usr/lib/x86_64-linux-gnu/libeccl.so"
-    assert _job_needs.job_problems("enflame", {"library": None}, check=lambda path: True) == []
+    assert _compare.job_problems("enflame", {"library": None}, check=lambda path: True) == []
