@@ -13,11 +13,25 @@ are CATEGORIES. The desired state of one node is:
     {manifest: <bundle manifest.json>, hold: bool,
      files: {path: {content, mode, owner, group}},
      python: path, library: {name, package} or None,
-     expected_count: int or None, require_healthy: bool, node: name}
+     expected_count: int or None, require_healthy: bool, node: name,
+     package_files: bool (optional: verify the files of every deb against
+     what dpkg installed; the drift check sets it)}
 and, for a deploy, where the release is staged and what names it:
     {stage_path, manifest_sha256, facts_file}
 The actual state is topsrider_state's `state`, plus optionally `probe`: an
 eccl_probe result.
+
+What a training job needs on a node is compared here too (the last part):
+the files are the vendor table's ``job_files`` (module_utils/_vendors.py: the
+environment file, the loader configuration, the local facts on an Enflame
+node). The dist_launch scripts are rendered from ``job_files()`` (the filter
+gcu.topsrider.topsrider_job_files) and refuse to start, exit 72, with
+``message`` when a file fails ``SHELL_RULE``; topsrider_state's ``job`` read
+(playbooks/verify.yml) applies ``usable()``, the same rule in Python, to the
+same list and reports the same message, so the launcher and verify cannot
+disagree. ``job_problems()`` adds the collective library's identity (where the
+loader resolves it, its package's files as dpkg installed them: this
+comparison's own library and integrity findings).
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -26,12 +40,16 @@ __metaclass__ = type
 import difflib
 import hashlib
 import json
+import os
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._torch_rule import torch_matches
+from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import vendor_spec
 
-CATEGORIES = ("package", "env", "wheel", "library", "device", "health", "unreachable")
+CATEGORIES = ("package", "integrity", "env", "wheel", "library", "device", "health", "unreachable")
 # The checks every reachable node gets (one JUnit test case each).
-CHECKS = ("package", "env", "wheel", "library", "device", "health")
+CHECKS = ("package", "integrity", "env", "wheel", "library", "device", "health")
+# How many files of one package the integrity check names (the rest are counted in one more finding).
+MAX_NAMED_FILES = 20
 # What a deploy's desired state adds to the drift check's.
 STAGE_KEYS = ("stage_path", "manifest_sha256", "facts_file")
 
@@ -72,6 +90,51 @@ def _packages(node, desired, actual):
             out.append(finding(node, "package", name + " hold", "hold", entry.get("want"),
                                "%s is not held: apt or unattended-upgrades may move it" % name))
     return out
+
+
+def _file_line(name, item):
+    what = {"changed": "changed (md5 differs from what dpkg installed)",
+            "missing": "missing (dpkg installed it)"}.get(item["problem"], "differs (dpkg --verify %s)" % item.get("attrs"))
+    return "%s: %s%s %s" % (name, item["path"], " (conffile)" if item.get("conffile") else "", what)
+
+
+def reinstall_hint(name, version):
+    """How to put a package's files back as dpkg installed them."""
+    return ("reinstall %s %s from the release's deb (dpkg -i; a deploy at the same version does not reinstall it)"
+            % (name, version or "at its installed version"))
+
+
+def package_file_findings(node, names, actual, limit=MAX_NAMED_FILES):
+    """One `integrity` finding per file of the packages `names` that differs
+    from what dpkg installed (topsrider_state's package_files read: changed,
+    missing; conffiles too), at most `limit` per package, then one that counts
+    the rest; one finding when the files could not be verified."""
+    read = actual.get("package_files")
+    if read is None:
+        return []
+    if read.get("error"):
+        return [finding(node, "integrity", "package files", "as dpkg installed them", None, read["error"])]
+    out = []
+    have = actual.get("packages") or {}
+    for name in sorted(names):
+        changed = (read.get("packages") or {}).get(name) or []
+        version = (have.get(name) or {}).get("version")
+        for item in changed[:limit]:
+            out.append(finding(node, "integrity", "%s %s" % (name, item["path"]), "as dpkg installed it",
+                               item["problem"], "%s; %s" % (_file_line(name, item), reinstall_hint(name, version))))
+        if len(changed) > limit:
+            out.append(finding(node, "integrity", "%s more files" % name, "as dpkg installed them",
+                               "%d more changed or missing" % (len(changed) - limit),
+                               "%s: %d more file(s) differ from what dpkg installed; %s"
+                               % (name, len(changed) - limit, reinstall_hint(name, version))))
+    return out
+
+
+def _package_files(node, desired, actual):
+    if not desired.get("package_files"):
+        return []
+    debs = [f["package"] for f in desired.get("manifest", {}).get("files", []) if f.get("type") == "deb"]
+    return package_file_findings(node, debs, actual)
 
 
 def _files(node, desired, actual):
@@ -128,7 +191,8 @@ def _wheel(node, desired, actual):
     return out
 
 
-def _library(node, desired, actual):
+def library_findings(node, desired, actual):
+    """Where the loader resolves desired.library: not at all, or (also) a copy its package did not install."""
     lib = actual.get("library")
     if lib is None or not desired.get("library"):
         return []
@@ -207,8 +271,8 @@ def node_findings(node, desired, actual):
     """Every difference between the desired and the actual state of one node."""
     if not isinstance(actual, dict):
         raise DriftError("actual state of %s is not a dict" % node)
-    found = (_packages(node, desired, actual) + _files(node, desired, actual) + _wheel(node, desired, actual)
-             + _library(node, desired, actual) + _devices(node, desired, actual)
+    found = (_packages(node, desired, actual) + _package_files(node, desired, actual) + _files(node, desired, actual)
+             + _wheel(node, desired, actual) + library_findings(node, desired, actual) + _devices(node, desired, actual)
              + probe_findings(node, actual.get("probe")))
     return sorted_findings(found)
 
@@ -283,6 +347,8 @@ def desired_problems(desired):
     lib = desired.get("library")
     if lib and (not isinstance(lib, dict) or not lib.get("name") or "/" in str(lib.get("name"))):
         out.append("desired.library is {name: a file name such as libeccl.so, package: its Debian package}")
+    if desired.get("package_files") not in (None, True, False):
+        out.append("desired.package_files is true or false, got %r" % (desired.get("package_files"),))
     if desired.get("python") is not None and not _is_abs_path(desired.get("python")):
         out.append("desired.python is the training interpreter's absolute path, got %r" % desired.get("python"))
     given = [k for k in STAGE_KEYS if desired.get(k) not in (None, "")]
@@ -302,8 +368,10 @@ def is_deploy(desired):
 
 def desired_reads(desired):
     """What topsrider_state reads to compare a node with `desired`:
-    {packages, files, python, library, library_package, devices}. A deploy's
-    desired state adds the local facts and every staged file."""
+    {packages, package_files, files, python, library, library_package,
+    devices}. A deploy's desired state adds the local facts and every staged
+    file; package_files (the debs whose files are verified) only when
+    desired.package_files is true."""
     manifest = desired.get("manifest") or {}
     packages = [f["package"] for f in manifest.get("files") or [] if f.get("type") == "deb"]
     files = list(desired.get("files") or {})
@@ -313,7 +381,8 @@ def desired_reads(desired):
         files += ["%s/%s" % (stage, f["file"]) for f in manifest.get("files") or []]
         files += [stage + "/manifest.json"]
     lib = desired.get("library") or {}
-    return {"packages": packages, "files": files, "python": desired.get("python"),
+    return {"packages": packages, "package_files": packages if desired.get("package_files") else [],
+            "files": files, "python": desired.get("python"),
             "library": lib.get("name"), "library_package": lib.get("package"), "devices": True}
 
 
@@ -328,3 +397,68 @@ def compare(desired, state):
         pending = deploy_pending_reasons(found, state.get("files"), desired.get("manifest"),
                                          desired["manifest_sha256"], desired["stage_path"], desired["facts_file"])
     return {"findings": found, "pending": pending}
+
+
+# ------------------------------------------------------- what a job needs --
+
+# The launcher's test of one file ("$f"): a regular file (after links) that it can read.
+SHELL_RULE = '[ -f "$f" ] && [ -r "$f" ]'
+REMEDY = "run playbooks/deploy.yml"
+
+
+def missing_message(entry):
+    """The launcher's exit-72 message, and verify's, for a job file that fails the rule."""
+    return "%s is missing or unreadable: %s is not deployed (%s; %s writes it)" % (
+        entry["path"], entry["what"], REMEDY, entry["writer"])
+
+
+def job_files(vendor, env_file=None):
+    """The files a job on a `vendor` node needs, in the order the launcher
+    checks them, each {path, what, writer, env_file (true for the environment
+    file), message, test (SHELL_RULE: the launcher's test of "$f")}. `env_file` (the
+    dist_launch_env_file setting) replaces the environment file's path; ''
+    drops it (nothing is sourced); None keeps the table's."""
+    row = vendor_spec(vendor)
+    out = []
+    for entry in row["job_files"]:
+        entry = dict(entry, env_file=entry["path"] == row["env_file"])
+        if entry["env_file"] and env_file is not None:
+            if env_file == "":
+                continue
+            entry["path"] = env_file
+        entry["message"] = missing_message(entry)
+        entry["test"] = SHELL_RULE
+        out.append(entry)
+    return out
+
+
+def usable(path):
+    """SHELL_RULE in Python: a regular file (after links) this process can read."""
+    return os.path.isfile(path) and os.access(path, os.R_OK)
+
+
+def file_problems(entries, check=None):
+    """[{check, path, message}] for every entry that fails the rule (`check`, default usable)."""
+    check = check or usable
+    return [{"check": entry["path"], "path": entry["path"], "message": entry["message"]}
+            for entry in entries if not check(entry["path"])]
+
+
+def identity_problems(state):
+    """The collective library's identity, from topsrider_state's `library` and
+    `package_files` reads: the drift check's own findings (where the loader
+    resolves it; its package's files as dpkg installed them), as messages."""
+    library = state.get("library")
+    if library is None:
+        return []
+    found = library_findings("this node", {"library": {"name": library.get("name")}}, state)
+    found += package_file_findings("this node", [library.get("package")] if library.get("package") else [], state)
+    return [{"check": f["check"], "path": None,
+             "message": f["detail"] if f["category"] == "integrity" else "%s: %s" % (f["check"], f["detail"])}
+            for f in found]
+
+
+def job_problems(vendor, state, env_file=None, check=None):
+    """Everything verify reports for a job on this node: the launcher's files
+    (the same list, rule and message), then the library's identity."""
+    return file_problems(job_files(vendor, env_file), check) + identity_problems(state)

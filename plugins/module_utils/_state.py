@@ -16,12 +16,17 @@ import hashlib
 import json
 import os
 import pwd
+import re
 import stat
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg import (
     installed_version, is_held, parse_dpkg_query,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._node import C_LOCALE
+
+# A line of `dpkg --verify`: nine attribute characters ("??5??????", or
+# "missing" and two spaces), the conffile flag (c or a space), the path.
+_VERIFY_LINE = re.compile(r"^(missing  |[^ ]{9}) ([c ]) (/.*)$")
 
 # Files are read whole up to this size so that a report can show a diff;
 # larger files are described by their sha256 only.
@@ -90,6 +95,41 @@ def owned_files(listing, library):
         if path.startswith("/") and (base == library or base.startswith(library + ".")) and path not in found:
             found.append(path)
     return found
+
+
+def parse_dpkg_verify(stdout):
+    """The lines of `dpkg --verify` (its rpm format: nine attribute characters,
+    the conffile flag, the path) as [{path, problem, conffile, attrs}]:
+    problem is missing, changed (the md5 differs from what dpkg installed) or
+    differs (an attribute this dpkg checks besides the md5). Other lines (a
+    warning) are not files and are left out."""
+    out = []
+    for line in (stdout or "").splitlines():
+        m = _VERIFY_LINE.match(line)
+        if not m:
+            continue
+        attrs, flag, path = m.group(1), m.group(2), m.group(3)
+        problem = "missing" if attrs.startswith("missing") else ("changed" if attrs[2] == "5" else "differs")
+        out.append({"path": path, "problem": problem, "conffile": flag == "c", "attrs": attrs.strip()})
+    return out
+
+
+def listed_paths(listing):
+    """The paths of one `dpkg-query -L NAME` listing (its other lines, such as
+    a diversion's, are not paths)."""
+    return set(line for line in (listing or "").splitlines() if line.startswith("/"))
+
+
+def package_files_state(names, problems, listings=None):
+    """{name: [problem, ...]} for the verified packages `names`: each problem
+    (parse_dpkg_verify) goes to the packages whose listing ({name: paths},
+    listed_paths) has its path; with one package, every problem is its own."""
+    out = dict((name, []) for name in names)
+    for item in problems:
+        owners = list(names) if len(names) == 1 else [n for n in names if item["path"] in (listings or {}).get(n, ())]
+        for name in owners:
+            out[name].append(item)
+    return out
 
 
 def library_state(library, package, resolved, owned, realpath=os.path.realpath):

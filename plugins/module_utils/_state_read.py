@@ -15,7 +15,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._compare import (
-    compare, desired_problems, desired_reads,
+    compare, desired_problems, desired_reads, job_files, job_problems,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg import QUERY_FORMAT
 from ansible_collections.gcu.topsrider.plugins.module_utils._dpkg_io import dpkg_lock_busy
@@ -25,8 +25,10 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._node import (
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._slurm import NODE_NAME, slurm_state
 from ansible_collections.gcu.topsrider.plugins.module_utils._state import (
-    file_state, library_state, owned_files, packages_state, read_python, space_state, system_state,
+    file_state, library_state, listed_paths, owned_files, package_files_state, packages_state, parse_dpkg_verify,
+    read_python, space_state, system_state,
 )
+from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import VendorError, vendor_spec
 
 
 def _fail_cmd(module, argv, rc, out, err, what):
@@ -44,6 +46,44 @@ def read_packages(module, names):
     if rc not in (0, 1):
         _fail_cmd(module, argv, rc, out, err, "package versions")
     return packages_state(names, out)
+
+
+def read_package_files(module, names, packages):
+    """The files of the installed packages among `names` that differ from
+    what dpkg installed (md5; conffiles too; missing ones): one `dpkg --verify`
+    call for all of them (dpkg hashes each file once; no other read). Only
+    when it finds something and more than one package was verified, each
+    package's listing (`dpkg-query -L`) says whose file it is. A package that
+    is not installed has no entry (its version finding says so)."""
+    names = [n for n in names if (packages.get(n) or {}).get("version") is not None]
+    result = {"packages": dict((n, []) for n in names), "error": None}
+    if not names:
+        return result
+    argv = [module.get_bin_path("dpkg", required=True), "--verify", "--verify-format=rpm", "--"] + names
+    rc, out, err = module.run_command(argv, environ_update=C_LOCALE)
+    problems = parse_dpkg_verify(out)
+    # rc 1: some file differs (the lines say which); anything else, or rc 1 with no line, is dpkg failing.
+    if rc not in (0, 1) or (rc == 1 and not problems):
+        result["error"] = "`%s` failed (rc=%d): %s" % (" ".join(argv), rc, (err or out or "").strip()[:300]
+                                                       or "no output")
+        return result
+    listings = {}
+    if problems and len(names) > 1:
+        for name in names:
+            largv = [module.get_bin_path("dpkg-query", required=True), "-L", "--", name]
+            lrc, listing, lerr = module.run_command(largv, environ_update=C_LOCALE)
+            if lrc != 0:
+                _fail_cmd(module, largv, lrc, listing, lerr, "the files of " + name)
+            listings[name] = listed_paths(listing)
+    result["packages"] = package_files_state(names, problems, listings)
+    return result
+
+
+def read_job(vendor, env_file, state):
+    """What a training job needs on a `vendor` node (_compare: the
+    launcher's files and rule, the library's identity from `state`)."""
+    return {"vendor": vendor, "files": [f["path"] for f in job_files(vendor, env_file)],
+            "problems": job_problems(vendor, state, env_file)}
 
 
 def read_library(module, library, package):
@@ -110,6 +150,15 @@ def param_problems(p):
     bad_jobs = [j for j in p["slurm_jobs"] if not j.replace("_", "").isdigit()]
     if bad_jobs:
         out.append("slurm_jobs are Slurm job ids (digits, or 12_3 for an array task), got %s" % bad_jobs)
+    if p["job_env_file"] is not None and p["job"] is None:
+        out.append("job_env_file needs job")
+    if p["job_env_file"] and not os.path.isabs(p["job_env_file"]):
+        out.append("job_env_file must be an absolute path (or empty: no environment file), got %r" % p["job_env_file"])
+    if p["job"] is not None:
+        try:
+            vendor_spec(p["job"])
+        except VendorError as e:
+            out.append("job: %s" % e)
     if p["desired"] is not None:
         out.extend(desired_problems(p["desired"]))
         lib = (p["desired"].get("library") or {}) if not out else {}
@@ -121,16 +170,30 @@ def param_problems(p):
 def read_state(module, p):
     """{state} of everything `p` (the module's options) asks for, and with
     `desired` also {findings, pending}."""
-    reads = dict((k, p[k]) for k in ("packages", "files", "python", "library", "library_package", "devices"))
+    reads = dict((k, p[k]) for k in ("packages", "package_files", "files", "python", "library", "library_package",
+                                     "devices"))
+    if p["job"] is not None:
+        # The job's library: its resolution, its package's version and files.
+        lib = vendor_spec(p["job"])["job_library"] or {}
+        reads["library"] = reads["library"] or lib.get("name")
+        reads["library_package"] = reads["library_package"] or lib.get("package")
+        if lib.get("package"):
+            reads["package_files"] = list(dict.fromkeys(list(reads["package_files"]) + [lib["package"]]))
     if p["desired"] is not None:
         want = desired_reads(p["desired"])
+        reads["package_files"] = list(dict.fromkeys(list(reads["package_files"]) + want["package_files"]))
         reads["packages"] = list(dict.fromkeys(list(reads["packages"]) + want["packages"]))
         reads["files"] = list(dict.fromkeys(list(reads["files"]) + want["files"]))
         for key in ("python", "library", "library_package"):
             reads[key] = reads[key] or want[key]
         reads["devices"] = True
+    # A verified package's version is read too (the reinstall hint names it).
+    reads["packages"] = list(dict.fromkeys(list(reads["packages"]) + list(reads["package_files"])))
+    packages = read_packages(module, reads["packages"])
     state = {
-        "packages": read_packages(module, reads["packages"]),
+        "packages": packages,
+        "package_files": read_package_files(module, reads["package_files"], packages)
+        if reads["package_files"] else None,
         "files": dict((f, file_state(f)) for f in reads["files"]),
         "python": read_python(module, reads["python"]) if reads["python"] else None,
         "library": read_library(module, reads["library"], reads["library_package"]) if reads["library"] else None,
@@ -142,6 +205,7 @@ def read_state(module, p):
         "slurm": slurm_state(module, p["slurm_node"], p["slurm_jobs"], p["slurm_cluster"], p["feature_prefix"])
         if p["slurm_node"] is not None else None,
     }
+    state["job"] = read_job(p["job"], p["job_env_file"], state) if p["job"] is not None else None
     result = {"state": state}
     if p["desired"] is not None:
         result.update(compare(p["desired"], state))

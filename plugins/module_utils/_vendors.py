@@ -21,6 +21,8 @@ gcu_devices' documentation (docs/architecture.md, "Adding a vendor").
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+ENFLAME_ENV_FILE = "/etc/profile.d/topsrider.sh"
+
 VENDORS = (
     {
         "name": "enflame",
@@ -45,7 +47,20 @@ VENDORS = (
         "backend": "eccl",               # torch.distributed backend of a job
         "slurm_gres": "gcu",
         "k8s_resource": "enflame.com/gcu",
-        "env_file": "/etc/profile.d/topsrider.sh",   # sourced by jobs (eccl_env writes it)
+        "env_file": ENFLAME_ENV_FILE,    # sourced by jobs (eccl_env writes it)
+        # What a training job needs on the node, in the order the launcher checks it
+        # (plugins/module_utils/_compare.py: the rule and the message, for the
+        # dist_launch scripts and verify.yml alike): the file, what it is, who writes it.
+        "job_files": [
+            {"path": ENFLAME_ENV_FILE, "what": "the collective library's environment",
+             "writer": "the eccl_env role"},
+            {"path": "/etc/ld.so.conf.d/topsrider.conf", "what": "the loader configuration of the TopsRider libraries",
+             "writer": "the tops_sdk role"},
+            {"path": "/etc/ansible/facts.d/topsrider.fact", "what": "the record of the deployed release (local facts)",
+             "writer": "its record step"},
+        ],
+        # The collective library a job loads and the package that installs it (its identity: verify.yml).
+        "job_library": {"name": "libeccl.so", "package": "tops-eccl"},
     },
     {
         "name": "nvidia",
@@ -74,6 +89,8 @@ VENDORS = (
         "slurm_gres": "gpu",
         "k8s_resource": "nvidia.com/gpu",
         "env_file": "",                  # none: the NVIDIA stack needs no sourced file
+        "job_files": [],                 # none that the collection writes
+        "job_library": None,             # NCCL comes with torch's wheels, not from a package of the collection
     },
 )
 
@@ -88,6 +105,7 @@ def vendor_spec(name):
     """The row of vendor `name` (a copy); VendorError for a name not in the table."""
     for row in VENDORS:
         if row["name"] == name:
-            return dict(row, tool_dirs=list(row["tool_dirs"]))
+            return dict(row, tool_dirs=list(row["tool_dirs"]), job_files=[dict(f) for f in row["job_files"]],
+                        job_library=dict(row["job_library"]) if row["job_library"] else None)
     raise VendorError("unknown vendor %r: the collection knows %s (plugins/module_utils/_vendors.py)"
                       % (name, ", ".join(NAMES)))

@@ -18,7 +18,8 @@ description:
     of a training interpreter (from package metadata, without importing torch; the role
     C(gcu.topsrider.torch_gcu) reads them here too), where the loader
     resolves a library (C(ldconfig -p)) and which copies of it a package installed
-    (C(dpkg-query -L)), the GCUs the driver sees (C(efsmi -q), the summary table as
+    (C(dpkg-query -L)), the files of packages that differ from what dpkg installed (C(dpkg --verify)),
+    what a training job needs (the launcher's files, the library's identity), the GCUs the driver sees (C(efsmi -q), the summary table as
     fall-back) with the PCI view, the processes that hold a card (who uses the node),
     and the node as Slurm sees it (drain state and reason, features, the jobs on it).
   - Given O(desired), reads what it names and compares the node with it in the same call (RV(findings),
@@ -36,6 +37,32 @@ options:
     type: list
     elements: str
     default: []
+  package_files:
+    description:
+      - Debian package names whose installed files are verified against what dpkg recorded when it installed them
+        (one C(dpkg --verify) call for all of them - the md5 of every file, conffiles too, and files that are
+        missing); RV(state.package_files) names each file that differs. A package that is not installed is
+        skipped (its version is null in RV(state.packages)).
+      - Reads every byte of the packages' files; the drift check runs it on every round (C(playbooks/drift.yml),
+        C(topsrider_drift_package_files)).
+    type: list
+    elements: str
+    default: []
+    version_added: 0.3.0
+  job:
+    description:
+      - A vendor name (C(enflame)). Read what a training job needs on a node of that vendor - the files the
+        C(gcu.topsrider.dist_launch) scripts refuse to start without, with the same rule and message
+        (C(plugins/module_utils/_compare.py)), and the identity of its collective library (where the loader
+        resolves it, its package's files as dpkg installed them) - into RV(state.job). C(playbooks/verify.yml) uses it.
+    type: str
+    version_added: 0.3.0
+  job_env_file:
+    description:
+      - The environment file a job sources, when it is not the vendor's (the role's C(dist_launch_env_file));
+        empty for none. Needs O(job).
+    type: path
+    version_added: 0.3.0
   files:
     description:
       - Absolute paths of files to describe.
@@ -176,7 +203,7 @@ RETURN = r"""
 findings:
   description: >-
     With O(desired), every difference between the node and it, in report order - C(node), C(category) (package,
-    env, wheel, library, device, health), C(check), C(expected), C(actual), C(detail); empty when the node is in
+    integrity, env, wheel, library, device, health), C(check), C(expected), C(actual), C(detail); empty when the node is in
     the desired state.
   returned: when O(desired) is given
   type: list
@@ -233,6 +260,25 @@ state:
       type: dict
       sample: {"count": 8, "source": "query", "pci_count": 8, "error": null,
                "cards": [{"index": 0, "bus_id": "0000:3d:00.0", "serial": "W28001150301", "health": true}]}
+    package_files:
+      description: >-
+        With O(package_files) (or a desired state that sets C(package_files)): C(packages), per verified package
+        the files that differ from what dpkg installed - C(path), C(problem) (changed: the md5 differs; missing;
+        differs: another attribute C(dpkg --verify) checks), C(conffile), C(attrs) (dpkg's nine characters) - and
+        C(error) when dpkg could not verify them.
+      type: dict
+      sample: {"error": null, "packages": {"tops-eccl": [{"path": "/usr/local/tops/lib/libeccl.so",
+               "problem": "changed", "conffile": false, "attrs": "??5??????"}]}}
+    job:
+      description: >-
+        With O(job): C(vendor), C(files) (what a job needs, in the launcher's order) and C(problems), each
+        C(check), C(path) (a job file's, else null) and C(message) (for a job file, the launcher's own exit-72 message);
+        empty when a job can start here.
+      type: dict
+      sample: {"vendor": "enflame", "files": ["/etc/profile.d/topsrider.sh", "/etc/ld.so.conf.d/topsrider.conf",
+               "/etc/ansible/facts.d/topsrider.fact"],
+               "problems": [{"check": "/etc/profile.d/topsrider.sh", "path": "/etc/profile.d/topsrider.sh",
+                             "message": "/etc/profile.d/topsrider.sh is missing or unreadable: ..."}]}
     dpkg_lock:
       description: C(busy) (the path of the lock another process holds, null when both are free) or C(error).
       type: dict
@@ -281,6 +327,9 @@ def main():
         argument_spec=dict(
             packages=dict(type="list", elements="str", default=[]),
             files=dict(type="list", elements="path", default=[]),
+            package_files=dict(type="list", elements="str", default=[]),
+            job=dict(type="str"),
+            job_env_file=dict(type="path"),
             python=dict(type="path"),
             library=dict(type="str"),
             library_package=dict(type="str"),

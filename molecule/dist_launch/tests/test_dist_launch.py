@@ -10,6 +10,7 @@ simctl to mirror which ranks run, standing in for the hardware reporting
 utilization; the launch check also counts the real rank processes in /proc,
 which no simctl setting can fake.
 """
+import json
 import os
 import subprocess
 import sys
@@ -163,3 +164,40 @@ def test_two_nodes_sixteen_ranks():
     assert {r["device"] for r in worker.results()} == {"gcu:%d" % i for i in range(8)}
     assert "node 1 waits for the master 127.0.0.1:%d" % port in worker.log()
     assert "node 0 of 2, 8 processes here, 16 in total" in master.log()
+
+
+# ---------------------------------------------------------------- what a job needs: launcher and verify agree
+def test_a_deleted_environment_file_fails_verify_on_that_node_only_in_the_launchers_words(host, tmp_path):
+    """node2 loses /etc/profile.d/topsrider.sh: its launcher refuses (exit 72), and verify.yml fails that
+    node only, with the launcher's own message (the one list and rule, plugins/module_utils/_compare.py);
+    node1 stays ok."""
+    env_file = "/etc/profile.d/topsrider.sh"
+    rc, _out, err = dexec("dist_launch-node2", "mv %s /root/topsrider.sh.moved" % env_file)
+    assert rc == 0, err
+    try:
+        rc, out, err = dexec("dist_launch-node2", "DIST_LAUNCH_DRY_RUN=1 %s/launch-single.sh %s/ddp_smoke.py"
+                             % (LAUNCH, LAUNCH))
+        assert rc == 72 and out == "", (out, err)
+        launcher = err.strip().split("launch-single.sh: ERROR: ", 1)[1]
+        assert launcher.startswith(env_file + " is missing or unreadable: ") and "run playbooks/deploy.yml" in launcher
+        runner = host.backend.ansible_runner
+        proc = subprocess.run(
+            ["ansible-playbook", "-i", runner.inventory_file,
+             os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "playbooks", "verify.yml"),
+             "-e", "topsrider_reports_dir=%s" % tmp_path],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=420, check=False)
+        output = proc.stdout.decode()
+    finally:
+        rc, _out, err = dexec("dist_launch-node2", "mv /root/topsrider.sh.moved %s" % env_file)
+        assert rc == 0, err
+    assert proc.returncode == 2, output[-3000:]
+    with open(os.path.join(str(tmp_path), "verify-latest.json")) as f:
+        rows = dict((r["host"], r) for r in json.load(f)["hosts"])
+    assert rows["dist_launch-node1"]["result"] == "ok", rows
+    assert rows["dist_launch-node1"]["detail"].startswith("8 cards healthy, ECCL ok"), rows
+    assert rows["dist_launch-node2"]["result"] == "failed", rows
+    # the same file and the same words as the launcher, the remedy included
+    assert rows["dist_launch-node2"]["detail"].startswith(launcher), rows
+    # (The printed failure may be wrapped by the YAML result format: its words are in the report above.)
+    assert "dist_launch-node2 is unhealthy" in output
+    assert "dist_launch-node1 is unhealthy" not in output

@@ -17,9 +17,9 @@ NODES = ["topsrider_state-drift-node%d" % i for i in range(1, 7)]
 ROUNDS = {
     # round: (status, exit code, {node: categories})
     "clean": ("clean", 0, {}),
-    "drift": ("drift", 3, {NODES[1]: ["package"], NODES[2]: ["env"], NODES[3]: ["wheel"],
+    "drift": ("drift", 3, {NODES[1]: ["package"], NODES[2]: ["env"], NODES[3]: ["integrity", "wheel"],
                            NODES[4]: ["health"], NODES[5]: ["device"]}),
-    "failed": ("failed", 4, {NODES[1]: ["package"], NODES[2]: ["env"], NODES[3]: ["wheel"],
+    "failed": ("failed", 4, {NODES[1]: ["package"], NODES[2]: ["env"], NODES[3]: ["integrity", "wheel"],
                              NODES[4]: ["library"], NODES[5]: ["unreachable"]}),
 }
 
@@ -66,6 +66,26 @@ def test_findings_say_what_moved():
     assert drift[(NODES[4], "gcu3 health")]["actual"] == "unhealthy"
 
 
+@pytest.mark.parametrize("round_name", ["drift", "failed"])
+def test_a_library_rewritten_in_place_is_named_by_file(round_name):
+    """Same size, same time, same package version: dpkg's md5 (dpkg --verify) still tells, and the
+    finding names the file, what differs and how to put it back, in every format."""
+    doc = report(round_name)
+    (found,) = [f for f in doc["findings"] if f["category"] == "integrity"]
+    assert found["node"] == NODES[3] and found["check"] == "tops-eccl /usr/local/tops/lib/libeccl.so"
+    assert (found["expected"], found["actual"]) == ("as dpkg installed it", "changed")
+    assert found["detail"] == ("tops-eccl: /usr/local/tops/lib/libeccl.so changed (md5 differs from what dpkg "
+                               "installed); reinstall tops-eccl 2.5.136-1 from the release's deb (dpkg -i; a deploy "
+                               "at the same version does not reinstall it)")
+    # node2's packages moved to 2.5.140 with dpkg: other versions, but every file as dpkg installed it
+    assert not [f for f in doc["findings"] if f["category"] == "integrity" and f["node"] == NODES[1]]
+    assert "| %s | integrity | tops-eccl /usr/local/tops/lib/libeccl.so |" % NODES[3] in read(round_name, "drift-latest.md")
+    families = dict((f.name, f) for f in text_string_to_metric_families(read(round_name, "drift-latest.prom")))
+    per_category = dict(((s.labels["node"], s.labels["category"]), s.value)
+                        for s in families["topsrider_drift_category_findings"].samples)
+    assert per_category[(NODES[3], "integrity")] == 1 and per_category[(NODES[0], "integrity")] == 0
+
+
 @pytest.mark.parametrize("round_name", sorted(ROUNDS))
 def test_junit_validates(round_name):
     xml = read(round_name, "drift-latest.xml")
@@ -78,7 +98,7 @@ def test_junit_validates(round_name):
         bad = sorted(c["@name"] for c in suite["testcase"] if "failure" in c)
         want = [c for c in tampered.get(suite["@name"], []) if c != "unreachable"]
         assert bad == sorted(want)
-        assert len(suite["testcase"]) == 7
+        assert len(suite["testcase"]) == 8
 
 
 @pytest.mark.parametrize("round_name", sorted(ROUNDS))

@@ -12,6 +12,9 @@ import sys
 
 import pytest
 
+from ansible_collections.gcu.topsrider.plugins.filter.vendor import FilterModule
+from ansible_collections.gcu.topsrider.plugins.module_utils import _compare
+
 ROLE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "roles", "dist_launch"))
 ANSIBLE = os.path.join(os.path.dirname(sys.executable), "ansible")
 
@@ -29,6 +32,29 @@ BASE_VARS = {
                             {"min_cards": 64, "config": "cfg/huge.yaml"}],
     "dist_launch_config_arg": "--config",
 }
+
+
+def vendor_filters():
+    return FilterModule().filters()
+
+
+def job_files_of(vendor, env_file):
+    """The role's dist_launch_job_files (vars/main.yml) as its filter makes them."""
+    return vendor_filters()["topsrider_job_files"](vendor, env_file)
+
+
+def node_job_files(tmp, env_file):
+    """The Enflame job files, the node's other files (loader configuration,
+    local facts) moved under tmp, with their messages; all present."""
+    out = []
+    for entry in job_files_of("enflame", env_file):
+        if not entry["env_file"]:
+            moved = tmp / os.path.basename(entry["path"])
+            moved.write_text("x\n")
+            entry = dict(entry, path=str(moved))
+            entry["message"] = _compare.missing_message(entry)
+        out.append(entry)
+    return out
 
 
 def render(tmp_path, name, overrides):
@@ -57,7 +83,9 @@ def node(tmp_path_factory):
     env_file.write_text("export ECCL_DEBUG=INFO\nexport ECCL_MAX_NCHANNELS=2\nexport ENFLAME_VISIBLE_DEVICES=all\n")
     train = tmp / "train.py"
     train.write_text("print('train')\n")
-    overrides = {"dist_launch_python": str(python), "dist_launch_env_file": str(env_file)}
+    job_files = node_job_files(tmp, str(env_file))
+    overrides = {"dist_launch_python": str(python), "dist_launch_env_file": str(env_file),
+                 "dist_launch_job_files": job_files}
     scripts = {}
     for name in ("launch-single.sh", "launch-platform.sh"):
         scripts[name] = render(tmp, name, overrides)
@@ -65,9 +93,9 @@ def node(tmp_path_factory):
     nvidia.mkdir()
     scripts["nvidia"] = render(nvidia, "launch-platform.sh", dict(
         overrides, dist_launch_vendor="nvidia", dist_launch_backend="nccl", dist_launch_nproc=4,
-        dist_launch_env_file="", dist_launch_configs=[],
+        dist_launch_env_file="", dist_launch_configs=[], dist_launch_job_files=job_files_of("nvidia", ""),
         dist_launch_environment={"NCCL_DEBUG": "WARN", "VCCL_ALGO": "ring"}))
-    return {"tmp": tmp, "scripts": scripts, "train": str(train), "env_file": env_file}
+    return {"tmp": tmp, "scripts": scripts, "train": str(train), "env_file": env_file, "job_files": job_files}
 
 
 def run(node, script, env, args=None, dry=True):
@@ -120,7 +148,39 @@ def test_platform_refuses_missing_env_file(node, tmp_path):
         rc, out, err = run(node, "launch-platform.sh", PLATFORM_OK)
     finally:
         shutil.move(str(moved), str(node["env_file"]))
-    assert rc == 72 and "environment is not deployed" in err and out == ""
+    env_entry = [e for e in node["job_files"] if e["env_file"]][0]
+    assert rc == 72 and out == ""
+    assert err == "launch-platform.sh: ERROR: %s\n" % env_entry["message"]
+    assert "environment is not deployed (run playbooks/deploy.yml; the eccl_env role writes it)" in err
+
+
+@pytest.mark.parametrize("script", ["launch-single.sh", "launch-platform.sh"])
+@pytest.mark.parametrize("index", [1, 2])
+def test_every_job_file_is_checked_with_its_own_message(node, tmp_path, script, index):
+    """The loader configuration and the local facts too, each with the message
+    verify.yml reports for it (the same entry of the one list)."""
+    entry = node["job_files"][index]
+    moved = tmp_path / "moved"
+    shutil.move(entry["path"], str(moved))
+    try:
+        rc, out, err = run(node, script, PLATFORM_OK if script == "launch-platform.sh" else {})
+    finally:
+        shutil.move(str(moved), entry["path"])
+    assert rc == 72 and out == "" and err == "%s: ERROR: %s\n" % (script, entry["message"])
+
+
+def test_the_role_renders_the_one_list():
+    with open(os.path.join(ROLE, "vars", "main.yml")) as f:
+        text = f.read()
+    assert "dist_launch_job_files: \"{{ dist_launch_vendor | gcu.topsrider.topsrider_job_files(dist_launch_env_file) }}\"" in text
+    with open(os.path.join(ROLE, "templates", "_prelude.sh.j2")) as f:
+        prelude = f.read()
+    assert "{{ entry.test }} || die 72 {{ entry.message | quote }}" in prelude
+    assert [e["path"] for e in job_files_of("enflame", None)] == [
+        "/etc/profile.d/topsrider.sh", "/etc/ld.so.conf.d/topsrider.conf", "/etc/ansible/facts.d/topsrider.fact"]
+    assert [e["path"] for e in job_files_of("enflame", "")] == [
+        "/etc/ld.so.conf.d/topsrider.conf", "/etc/ansible/facts.d/topsrider.fact"]
+    assert job_files_of("nvidia", None) == []
 
 
 @pytest.mark.parametrize("world, rank, total, config", [

@@ -29,8 +29,10 @@ DEPLOY = dict(DRIFT, stage_path=STAGE, manifest_sha256="33" * 32, facts_file=FAC
 
 def test_drift_reads_the_debs_files_python_library_and_cards():
     assert _compare.desired_reads(DRIFT) == {
-        "packages": ["tops-sdk"], "files": [ENV], "python": "/usr/bin/python3", "library": "libeccl.so",
-        "library_package": "tops-eccl", "devices": True}
+        "packages": ["tops-sdk"], "package_files": [], "files": [ENV], "python": "/usr/bin/python3",
+        "library": "libeccl.so", "library_package": "tops-eccl", "devices": True}
+    # The drift check's package_files: every deb's files are verified too.
+    assert _compare.desired_reads(dict(DRIFT, package_files=True))["package_files"] == ["tops-sdk"]
 
 
 def test_a_deploy_also_reads_the_local_facts_and_every_staged_file():
@@ -46,6 +48,7 @@ def test_a_deploy_also_reads_the_local_facts_and_every_staged_file():
     ({"files": ["/etc/x"]}, "maps absolute paths"),
     ({"library": {"name": "/usr/lib/libeccl.so"}}, "file name"),
     ({"python": "python3"}, "absolute path"),
+    ({"package_files": "yes"}, "package_files is true or false"),
     ({"stage_path": STAGE}, "go together"),
     ({"stage_path": "stage", "manifest_sha256": "33", "facts_file": FACTS}, "stage_path is an absolute path"),
     ({"stage_path": STAGE, "manifest_sha256": "33", "facts_file": "/etc/x\n/evil"}, "facts_file"),
@@ -93,3 +96,44 @@ def test_compare_names_each_difference_once_as_a_finding_and_as_a_reason():
     assert [(f["node"], f["category"], f["check"]) for f in out["findings"]] == [("n1", "env", ENV + " mode")]
     assert out["pending"] == ["env %s mode: expected 0644, found 0666" % ENV,
                               "staged bundle: %s/manifest.json differs from the manifest" % STAGE]
+
+
+LIB = "/usr/local/tops/lib/libtopsrt.so.2.5.136"
+
+
+def _verified(changed):
+    state = _converged()
+    state["package_files"] = {"error": None, "packages": {"tops-sdk": changed}}
+    return state
+
+
+def test_a_file_that_differs_from_what_dpkg_installed_is_an_integrity_finding_naming_it():
+    desired = dict(DRIFT, package_files=True)
+    assert _compare.compare(desired, _verified([]))["findings"] == []
+    out = _compare.compare(desired, _verified([
+        {"path": LIB, "problem": "changed", "conffile": False, "attrs": "??5??????"},
+        {"path": "/etc/tops.conf", "problem": "missing", "conffile": True, "attrs": "missing"}]))["findings"]
+    assert [(f["category"], f["check"], f["expected"], f["actual"]) for f in out] == [
+        ("integrity", "tops-sdk /etc/tops.conf", "as dpkg installed it", "missing"),
+        ("integrity", "tops-sdk " + LIB, "as dpkg installed it", "changed")]
+    assert out[1]["detail"].startswith("tops-sdk: %s changed (md5 differs from what dpkg installed); "
+                                       "reinstall tops-sdk 2.5.136-1 from the release's deb" % LIB)
+    assert out[0]["detail"].startswith("tops-sdk: /etc/tops.conf (conffile) missing (dpkg installed it)")
+    # Not asked for (a deploy's desired state): not judged, whatever was read.
+    assert _compare.compare(DRIFT, _verified([{"path": LIB, "problem": "changed", "attrs": "??5??????"}]))[
+        "findings"] == []
+
+
+def test_integrity_names_twenty_files_of_a_package_then_counts_the_rest():
+    changed = [{"path": "/usr/local/tops/f%02d" % i, "problem": "changed", "attrs": "??5??????"} for i in range(25)]
+    out = _compare.compare(dict(DRIFT, package_files=True), _verified(changed))["findings"]
+    assert len(out) == 21
+    assert [f for f in out if f["check"] == "tops-sdk more files"][0]["actual"] == "5 more changed or missing"
+
+
+def test_integrity_that_could_not_be_read_is_one_finding():
+    state = _converged()
+    state["package_files"] = {"error": "`dpkg --verify` failed (rc=2): boom", "packages": {}}
+    out = _compare.compare(dict(DRIFT, package_files=True), state)["findings"]
+    assert [(f["category"], f["check"], f["detail"]) for f in out] == [
+        ("integrity", "package files", "`dpkg --verify` failed (rc=2): boom")]

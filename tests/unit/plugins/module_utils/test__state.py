@@ -188,3 +188,29 @@ def test_system_state_reads_os_release_and_the_machine(tmp_path):
     got = _state.system_state(str(tmp_path / "facts"), str(release))
     assert got == {"os_family": "Debian", "distribution": "debian", "distribution_version": "11",
                    "architecture": os.uname()[4], "local": {}}
+
+
+def test_parse_dpkg_verify_reads_changed_missing_and_conffiles():
+    out = ("??5??????   /usr/local/tops/lib/libeccl.so\n"
+           "missing   c /etc/debuginfod/elfutils.urls\n"
+           "missing     /usr/lib/node_modules/npm/lib\n"
+           "??5?????? c /etc/tops/tops.conf\n"
+           "?M???????   /usr/local/tops/bin/tops-version\n"
+           "dpkg: warning: files list file for package 'x' missing\n")
+    assert _state.parse_dpkg_verify(out) == [
+        {"path": "/usr/local/tops/lib/libeccl.so", "problem": "changed", "conffile": False, "attrs": "??5??????"},
+        {"path": "/etc/debuginfod/elfutils.urls", "problem": "missing", "conffile": True, "attrs": "missing"},
+        {"path": "/usr/lib/node_modules/npm/lib", "problem": "missing", "conffile": False, "attrs": "missing"},
+        {"path": "/etc/tops/tops.conf", "problem": "changed", "conffile": True, "attrs": "??5??????"},
+        {"path": "/usr/local/tops/bin/tops-version", "problem": "differs", "conffile": False, "attrs": "?M???????"}]
+    assert _state.parse_dpkg_verify("") == [] and _state.parse_dpkg_verify(None) == []
+
+
+def test_package_files_state_puts_each_file_with_the_package_that_lists_it():
+    problems = _state.parse_dpkg_verify("??5??????   /a/lib.so\nmissing     /b/tool\n")
+    listing = "/a\n/a/lib.so\ndiverted by other to: /a/lib.so.real\n"
+    assert _state.listed_paths(listing) == {"/a", "/a/lib.so"}
+    got = _state.package_files_state(["p", "q"], problems, {"p": _state.listed_paths(listing), "q": {"/b/tool"}})
+    assert [i["path"] for i in got["p"]] == ["/a/lib.so"] and [i["path"] for i in got["q"]] == ["/b/tool"]
+    # One package verified: every line is its own, no listing needed.
+    assert [i["path"] for i in _state.package_files_state(["p"], problems)["p"]] == ["/a/lib.so", "/b/tool"]

@@ -42,7 +42,7 @@ def run(monkeypatch, tmp_path):
             assert kwargs.get("environ_update") == {"LC_ALL": "C", "LANG": "C"}
             calls.append(argv)
             key = os.path.basename(argv[0])
-            key = key if key in ("dpkg-query", "ldconfig", "true") else "python"
+            key = key if key in ("dpkg-query", "dpkg", "ldconfig", "true") else "python"
             key = tuple([key] + [a for a in argv[1:] if not a.startswith("-f=") and a != "-c"][:3])
             for k, v in table.items():
                 if key[:len(k)] == k:
@@ -94,8 +94,8 @@ def test_everything_in_one_pass(run, tmp_path):
 
 def test_nothing_asked_runs_nothing(run):
     result, calls = run({}, {})
-    assert calls == [] and result["state"] == {"packages": {}, "files": {}, "python": None, "library": None,
-                                               "devices": None, "dpkg_lock": None, "space": None,
+    assert calls == [] and result["state"] == {"packages": {}, "package_files": None, "files": {}, "python": None,
+                                               "library": None, "job": None, "devices": None, "dpkg_lock": None, "space": None,
                                                "system": None, "holders": None, "slurm": None}
 
 
@@ -139,6 +139,9 @@ def test_dpkg_query_failure_fails_with_the_command(run):
     ({"files": ["relative/path"]}, "absolute"),
     ({"library": "/usr/lib/libeccl.so"}, "file name"),
     ({"library_package": "tops-eccl"}, "library"),
+    ({"job": "ascend"}, "unknown vendor 'ascend'"),
+    ({"job_env_file": "/etc/x.sh"}, "job_env_file needs job"),
+    ({"job": "enflame", "job_env_file": "x.sh"}, "absolute path"),
 ])
 def test_bad_arguments(run, args, msg):
     result, calls = run(args, {})
@@ -199,3 +202,70 @@ def test_a_drift_check_desired_state_has_findings_but_no_pending(run, tmp_path):
 def test_an_unusable_desired_state_fails_before_anything_is_read(run, desired, msg):
     result, calls = run({"desired": desired}, {})
     assert result["failed"] and msg in result["msg"] and calls == []
+
+
+QUERY3 = (QUERY + "tops-sdk\tamd64\t2.5.136-1\thi \t\t\t\n"
+          + "topsfactor\tamd64\t2.5.136-1\thi \t\t\t\n")
+VERIFY = ("??5??????   /usr/local/tops/lib/libeccl.so\n"
+          "missing   c /etc/tops/eccl.conf\n"
+          "dpkg: warning: something dpkg says besides\n")
+
+
+def test_package_files_one_verify_call_then_whose_file_it_is(run):
+    result, calls = run(
+        {"package_files": ["tops-eccl", "tops-sdk", "topsfactor", "gone"]},
+        {("dpkg-query", "-W", "--", "tops-eccl"): (1, QUERY3, "dpkg-query: no packages found matching gone\n"),
+         ("dpkg", "--verify", "--verify-format=rpm", "--"): (1, VERIFY, ""),
+         ("dpkg-query", "-L", "--", "tops-eccl"): (0, "/usr/local/tops/lib/libeccl.so\n/etc/tops/eccl.conf\n", ""),
+         ("dpkg-query", "-L", "--"): (0, "/usr/local/tops/lib/libtopsrt.so\n", "")})
+    verify = [c for c in calls if c[0].endswith("/dpkg")]
+    # one dpkg --verify for every installed package (not the one dpkg does not know)
+    assert verify == [["/usr/bin/dpkg", "--verify", "--verify-format=rpm", "--", "tops-eccl", "tops-sdk", "topsfactor"]]
+    files = result["state"]["package_files"]
+    assert files["error"] is None
+    assert files["packages"] == {
+        "tops-eccl": [{"path": "/usr/local/tops/lib/libeccl.so", "problem": "changed", "conffile": False,
+                       "attrs": "??5??????"},
+                      {"path": "/etc/tops/eccl.conf", "problem": "missing", "conffile": True, "attrs": "missing"}],
+        "tops-sdk": [], "topsfactor": []}
+    # the versions are read with them (the reinstall hint names them)
+    assert result["state"]["packages"]["tops-eccl"]["version"] == "2.5.136-1"
+
+
+def test_package_files_of_a_clean_node_is_one_dpkg_call_and_nothing_else(run):
+    result, calls = run({"package_files": ["tops-eccl", "tops-sdk", "topsfactor"]},
+                        {("dpkg-query", "-W", "--", "tops-eccl"): (0, QUERY3, ""),
+                         ("dpkg", "--verify"): (0, "", "")})
+    assert len(calls) == 2 and result["state"]["package_files"] == {
+        "error": None, "packages": {"tops-eccl": [], "tops-sdk": [], "topsfactor": []}}
+
+
+def test_package_files_that_dpkg_cannot_verify_is_an_error_in_the_state(run):
+    result, dummy = run({"package_files": ["tops-eccl"]},
+                        {("dpkg-query", "-W", "--", "tops-eccl"): (0, QUERY, ""),
+                         ("dpkg", "--verify"): (2, "", "dpkg: error: unknown option --verify-format\n")})
+    assert not result.get("failed")
+    assert "unknown option" in result["state"]["package_files"]["error"]
+
+
+def test_job_names_the_launchers_missing_file_in_its_words_and_the_librarys_changed_file(run, monkeypatch):
+    from ansible_collections.gcu.topsrider.plugins.module_utils import _compare
+    monkeypatch.setattr(_compare, "usable", lambda path: path != "/etc/profile.d/topsrider.sh")
+    result, calls = run(
+        {"job": "enflame"},
+        {("dpkg-query", "-W", "--", "tops-eccl"): (0, QUERY, ""),
+         ("dpkg", "--verify"): (1, "??5??????   /usr/local/tops/lib/libeccl.so\n", ""),
+         ("dpkg-query", "-L", "--"): (0, "/usr/local/tops\n/usr/local/tops/lib/libeccl.so\n", ""),
+         ("ldconfig", "-p"): (0, LDCONFIG, "")})
+    job = result["state"]["job"]
+    launcher = [f for f in _compare.job_files("enflame") if f["path"] == "/etc/profile.d/topsrider.sh"][0]
+    assert job["files"] == ["/etc/profile.d/topsrider.sh", "/etc/ld.so.conf.d/topsrider.conf",
+                            "/etc/ansible/facts.d/topsrider.fact"]
+    assert [p["check"] for p in job["problems"]] == ["/etc/profile.d/topsrider.sh", "tops-eccl /usr/local/tops/lib/libeccl.so"]
+    # the launcher's own exit-72 message, word for word
+    assert job["problems"][0]["message"] == launcher["message"]
+    assert job["problems"][0]["message"].startswith("/etc/profile.d/topsrider.sh is missing or unreadable: ")
+    assert "run playbooks/deploy.yml" in job["problems"][0]["message"]
+    assert job["problems"][1]["message"].startswith(
+        "tops-eccl: /usr/local/tops/lib/libeccl.so changed (md5 differs from what dpkg installed); reinstall tops-eccl "
+        "2.5.136-1")

@@ -218,13 +218,13 @@ def test_junit_validates_and_has_a_case_per_node_and_check():
     assert sorted(k for k, c in n2.items() if "failure" in c) == ["env", "health"]
     assert "gcu3 health: expected healthy, actual unhealthy" in n2["health"]["failure"]["@message"]
     assert (suites[1]["@failures"], suites[1]["@errors"], suites[2]["@errors"]) == (2, 0, 1)
-    assert (doc["@tests"], doc["@failures"], doc["@errors"]) == (21, 2, 1)
-    # The unreachable node: one error (reachable), its six checks did not run.
+    assert (doc["@tests"], doc["@failures"], doc["@errors"]) == (3 * (1 + len(_drift.CHECKS)), 2, 1)
+    # The unreachable node: one error (reachable), its seven checks did not run.
     n3 = dict((c["@name"], c) for c in suites[2]["testcase"])
-    assert "error" in n3["reachable"] and suites[2]["@skipped"] == 6
+    assert "error" in n3["reachable"] and suites[2]["@skipped"] == len(_drift.CHECKS) == 7
     assert all(set(n3[c]) & {"error", "failure", "skipped"} == {"skipped"} for c in _drift.CHECKS)
     assert n3["health"]["skipped"]["@message"] == "not checked: the node was unreachable"
-    assert [s["@skipped"] for s in suites] == [0, 0, 6]
+    assert [s["@skipped"] for s in suites] == [0, 0, 7]
 
 
 def test_junit_schema_rejects_what_is_not_junit():
