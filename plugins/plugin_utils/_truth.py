@@ -147,3 +147,30 @@ def snapshot_needs(deploy_snapshot, journal, cache_root):
     for rec in ((journal or {}).get("packages") or {}).values():
         add((rec.get("before_deb") or {}).get("path"))
     return sorted(names)
+
+
+# ---------------------------------------------------------------------------
+# One sentence for a failed task
+# ---------------------------------------------------------------------------
+
+# Tasks whose message is written, by this collection, as the whole sentence of
+# what failed and why: their name is a claim ("There is a snapshot to go back
+# to") or a step, and reads as the opposite of the truth in front of it.
+SENTENCE_ACTIONS = frozenset(["assert", "fail"])
+
+
+def failure_text(task, result, prefix=""):
+    """What failed and why, each part once, from Ansible's ansible_failed_task
+    and ansible_failed_result: the message of an assert or fail task alone;
+    any other task's message after the task's name (which step). `prefix`
+    (e.g. "refused, nothing was changed") goes first unless the message
+    already says it."""
+    task = task if isinstance(task, dict) else {}
+    result = result if isinstance(result, dict) else {}
+    msg = " ".join(str(result.get("msg") or "failed").split())
+    action = str(task.get("action") or "").rsplit(".", 1)[-1]
+    name = " ".join(str(task.get("name") or "").split())
+    text = msg if action in SENTENCE_ACTIONS or not name else "%s: %s" % (name, msg)
+    if prefix and prefix.lower() not in msg.lower():
+        text = "%s: %s" % (prefix, text)
+    return text
