@@ -50,7 +50,7 @@ options:
   allow:
     description:
       - The guarded names the operator allows (for example C([LD_LIBRARY_PATH])). Omitted or empty, every
-        guarded name is refused. Not a list of valid names: one problem line says so and nothing is allowed.
+        guarded name is refused. When it is not a list of valid names, one problem line says so and nothing is allowed.
     type: list
     elements: str
     version_added: 0.3.0
@@ -94,9 +94,10 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description:
-    - One line per problem, in the mapping's order, each naming the variable (JSON-quoted, so a newline
+    - >-
+      One line per problem, in the mapping's order, each naming the variable (JSON-quoted, so a newline
       reads C(\n)) and what is wrong, for example C(variable name "ECCL-DEBUG" is not a valid name),
-      C(the value of "ECCL_ASYNC" is a boolean, not a string or number) or
+      C(the value of "ECCL_ASYNC" is a boolean, not a string or number),
       C(the value of "ECCL_DEBUG", "INFO; touch /tmp/x", has characters that are not allowed) or
       C("LD_PRELOAD" is the dynamic loader's settings (what every program loads): refused unless the allow list names it).
     - An empty list when every name and value is allowed (an empty mapping included).
