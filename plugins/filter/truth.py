@@ -44,6 +44,6 @@ class FilterModule(object):
             "topsrider_restore_actual": _restore_actual,
             "topsrider_state_differences": state_differences,
             "topsrider_snapshot_needs": snapshot_needs,
-            # ansible_failed_task | topsrider_failure(ansible_failed_result[, prefix]) -> one sentence
+            # msg | topsrider_failure(action, name[, prefix]) -> one sentence
             "topsrider_failure": failure_text,
         }, (AttributeError,))

@@ -158,7 +158,14 @@ def test_snapshot_needs_names_cache_dirs_only():
      "refused, nothing was changed", "refused, nothing was changed: topsrider_python \"python\" is not absolute."),
     ({"name": "Check", "action": "ansible.builtin.assert"},
      {"msg": "eccl_env: refused, nothing was changed: \"PATH\" is ..."}, "refused, nothing was changed",
-     "eccl_env: refused, nothing was changed: \"PATH\" is ..."),
+     "refused, nothing was changed: \"PATH\" is ..."),
+    ({"name": "Check", "action": "ansible.builtin.assert"},
+     {"msg": "t20-node-1: Refused, nothing was changed: x"}, "refused, nothing was changed",
+     "Refused, nothing was changed: x"),
+    # said later in a sentence: kept where it is, not added
+    ({"name": "Check", "action": "ansible.builtin.assert"},
+     {"msg": "the manifest is bad; refused, nothing was changed."}, "refused, nothing was changed",
+     "the manifest is bad; refused, nothing was changed."),
     ({"name": "Bundle | The installer", "action": "ansible.builtin.assert"}, {"msg": "x.run: corrupt. Nothing was sent."},
      "refused, nothing was changed", "refused, nothing was changed: x.run: corrupt. Nothing was sent."),
     # nothing known: still a sentence
@@ -167,4 +174,5 @@ def test_snapshot_needs_names_cache_dirs_only():
 ])
 def test_failure_text(task, result, prefix, expected):
     from ansible_collections.gcu.topsrider.plugins.plugin_utils._truth import failure_text
-    assert failure_text(task, result, prefix) == expected
+    task, result = task or {}, result or {}
+    assert failure_text(result.get("msg"), task.get("action"), task.get("name"), prefix) == expected
