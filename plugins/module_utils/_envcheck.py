@@ -253,4 +253,3 @@ def export_line(name, value):
     if name in SEARCH_PATHS:
         return 'export %s="${%s:+$%s:}"%s' % (name, name, name, quoted)
     return "export %s=%s" % (name, quoted)
-
