@@ -21,9 +21,20 @@ description:
     Values must be strings or numbers (not booleans, null, dicts or lists) made only of letters, digits and
     C(_ . , : / = + @ % -). Spaces, quotes, C($), backticks, C(;), C(|), C(&), newlines (a trailing one
     included) and NUL are refused.
+  - >-
+    A well-formed name that the loader, the shell, glibc or an interpreter acts on is refused unless O(allow)
+    names it: C(LD_PRELOAD), C(LD_AUDIT), every other C(LD_*) and C(MALLOC_*) name, C(PATH), C(BASH_ENV),
+    C(ENV), C(PROMPT_COMMAND), C(IFS), C(SHELLOPTS), C(PYTHONPATH), C(PYTHONSTARTUP), C(PERL5OPT),
+    C(NODE_OPTIONS), C(GLIBC_TUNABLES), C(GCONV_PATH) and their kin (the table C(GUARDED_NAMES) in
+    C(plugins/module_utils/_envcheck.py) says what each one does).
+  - >-
+    An allowed search path (C(PATH), C(LD_LIBRARY_PATH), C(PYTHONPATH), C(PERL5LIB), C(NODE_PATH)) is written
+    as an extension of the shell's own value (see the filter P(gcu.topsrider.env_export_lines#filter)), and
+    each of its C(:)-separated entries must be an absolute directory (an empty or relative entry would search
+    the current directory).
   - The same rule as the roles C(gcu.topsrider.eccl_env) and C(gcu.topsrider.dist_launch) and the module
     M(gcu.topsrider.eccl_probe) apply; the code is C(plugins/module_utils/_envcheck.py).
-positional: sources
+positional: sources, allow, allow_label
 options:
   _input:
     description: The environment, a mapping of variable names to values.
@@ -36,6 +47,18 @@ options:
         after the variable, the last source that sets it.
       - Omitted, the messages name no source.
     type: raw
+  allow:
+    description:
+      - The guarded names the operator allows (for example C([LD_LIBRARY_PATH])). Omitted or empty, every
+        guarded name is refused. When it is not a list of valid names, one problem line says so and nothing is allowed.
+    type: list
+    elements: str
+    version_added: 0.3.0
+  allow_label:
+    description: What the messages call O(allow), for example the variable the operator sets.
+    type: str
+    default: the allow list
+    version_added: 0.3.0
 """
 
 EXAMPLES = r"""
@@ -57,24 +80,40 @@ EXAMPLES = r"""
   vars:
     my_defaults: {ECCL_DEBUG: WARN}
     my_vars: {ECCL_ALGO: "ring\ntouch /tmp/x"}
+
+# ['"LD_PRELOAD" (from my_vars) is the dynamic loader's settings (what every program loads):
+#   refused unless my_allow names it']
+- name: Refuse a name the loader acts on; allow a search path explicitly
+  ansible.builtin.debug:
+    msg: "{{ my_vars | gcu.topsrider.env_problems('my_vars', my_allow, 'my_allow') }}"
+  vars:
+    my_vars: {LD_PRELOAD: /tmp/x.so, LD_LIBRARY_PATH: /opt/tops/lib}
+    my_allow: [LD_LIBRARY_PATH]
 """
 
 RETURN = r"""
 _value:
   description:
-    - One line per problem, in the mapping's order, each naming the variable (JSON-quoted, so a newline
+    - >-
+      One line per problem, in the mapping's order, each naming the variable (JSON-quoted, so a newline
       reads C(\n)) and what is wrong, for example C(variable name "ECCL-DEBUG" is not a valid name),
-      C(the value of "ECCL_ASYNC" is a boolean, not a string or number) or
-      C(the value of "ECCL_DEBUG", "INFO; touch /tmp/x", has characters that are not allowed).
+      C(the value of "ECCL_ASYNC" is a boolean, not a string or number),
+      C(the value of "ECCL_DEBUG", "INFO; touch /tmp/x", has characters that are not allowed) or
+      C("LD_PRELOAD" is the dynamic loader's settings (what every program loads): refused unless the allow list names it).
     - An empty list when every name and value is allowed (an empty mapping included).
     - When the input is not a mapping, the one line C(the environment is a <type>, not a dict of names and values).
   type: list
   elements: str
 """
 
-from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import env_problems
+from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import env_problems, export_line
+
+
+def env_export_lines(mapping):
+    """The profile's export lines, sorted by name (a mapping env_problems passed)."""
+    return [export_line(name, mapping[name]) for name in sorted(mapping)]
 
 
 class FilterModule(object):
     def filters(self):
-        return {"env_problems": env_problems}
+        return {"env_problems": env_problems, "env_export_lines": env_export_lines}

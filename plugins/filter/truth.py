@@ -12,7 +12,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._truth import (
-    freeze_torch_gcu, restore_expected, snapshot_needs, state_differences,
+    failure_text, freeze_torch_gcu, restore_expected, snapshot_needs, state_differences,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._values import run_id, value_problems
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
@@ -44,4 +44,6 @@ class FilterModule(object):
             "topsrider_restore_actual": _restore_actual,
             "topsrider_state_differences": state_differences,
             "topsrider_snapshot_needs": snapshot_needs,
+            # msg | topsrider_failure(action, name[, prefix]) -> one sentence
+            "topsrider_failure": failure_text,
         }, (AttributeError,))

@@ -23,7 +23,7 @@ import time
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._children import Child, run_probe, wait_all
 from ansible_collections.gcu.topsrider.plugins.module_utils import _collective_rank
-from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import ENV_RULES, env_problems
+from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import ENV_RULES, env_problems, extended_value
 from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import (
     LIBRARY_NAME, classify_collective, classify_framework, failure_message, last_stage, parse_report, problem, tail,
 )
@@ -51,7 +51,8 @@ def child_env(environment):
     env = dict(os.environ)
     env.update(C_LOCALE)
     env.update({"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"})
-    env.update(dict((k, str(v)) for k, v in environment.items()))
+    # A search path (PATH, LD_LIBRARY_PATH, ...) extends the module's own value, never replaces it.
+    env.update(dict((k, extended_value(k, env.get(k), v)) for k, v in environment.items()))
     return env
 
 
@@ -193,7 +194,7 @@ def probe_collective(params, python, env, workdir, world_size):
 
 
 def validate(module, params):
-    bad = env_problems(params["environment"], "environment")
+    bad = env_problems(params["environment"], "environment", params["allow_names"], "allow_names")
     if bad:
         module.fail_json(msg="environment: %s %s" % (" ".join(bad), ENV_RULES))
     if params["timeout"] <= 0:

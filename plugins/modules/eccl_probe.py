@@ -94,8 +94,23 @@ options:
       - Checked by the collection's one environment rule, the filter C(gcu.topsrider.env_problems). Names
         must match C(^[A-Z_][A-Z0-9_]*\Z); values are strings or numbers made only of letters, digits and the
         characters C(_.,:/=+@%-). Anything else, a trailing newline included, fails before any child starts.
+      - >-
+        A name the loader, the shell or an interpreter acts on (C(LD_PRELOAD), C(LD_AUDIT), C(PATH), C(BASH_ENV),
+        every C(LD_*), ...: the table in C(plugins/module_utils/_envcheck.py)) fails too, unless O(allow_names)
+        names it. A search path (C(PATH), C(LD_LIBRARY_PATH), C(PYTHONPATH), C(PERL5LIB), C(NODE_PATH)) is
+        appended to the value the module itself runs with, never replaces it, and each of its entries must be an
+        absolute directory.
     type: dict
     default: {}
+  allow_names:
+    description:
+      - The guarded names (see O(environment)) that O(environment) may set.
+      - The default allows the two search paths that point a probe at a library or a framework that is not
+        installed system-wide; only the probe's own children get them, nothing is written on the node.
+    type: list
+    elements: str
+    default: [LD_LIBRARY_PATH, PYTHONPATH]
+    version_added: 0.3.0
   sizes:
     description:
       - Payload sizes of the all-reduce, in bytes (float32 elements, rounded down to a multiple of 4).
@@ -461,6 +476,7 @@ def main():
             backend=dict(type="str", default="eccl", choices=["eccl", "gloo", "nccl"]),
             timeout=dict(type="int", default=120),
             environment=dict(type="dict", default={}),
+            allow_names=dict(type="list", elements="str", default=["LD_LIBRARY_PATH", "PYTHONPATH"]),
             sizes=dict(type="list", elements="int", default=[4096, 1048576]),
             iterations=dict(type="int", default=5),
             warmup=dict(type="int", default=2),

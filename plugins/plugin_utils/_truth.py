@@ -147,3 +147,37 @@ def snapshot_needs(deploy_snapshot, journal, cache_root):
     for rec in ((journal or {}).get("packages") or {}).values():
         add((rec.get("before_deb") or {}).get("path"))
     return sorted(names)
+
+
+# ---------------------------------------------------------------------------
+# One sentence for a failed task
+# ---------------------------------------------------------------------------
+
+# Tasks whose message is written, by this collection, as the whole sentence of
+# what failed and why: their name is a claim ("There is a snapshot to go back
+# to") or a step, and reads as the opposite of the truth in front of it.
+SENTENCE_ACTIONS = frozenset(["assert", "fail"])
+# A speaker's label in front of a message ("eccl_env: ", "t20-node-1: ").
+LABEL_RE = re.compile(r"^[A-Za-z0-9_.-]+: \Z")
+
+
+def failure_text(msg, action="", name="", prefix=""):
+    """What failed and why, each part once, from a rescue's
+    ansible_failed_result.msg and ansible_failed_task's action and name: the
+    message of an assert or fail task alone; any other task's message after
+    the task's name (which step). `prefix` (e.g. "refused, nothing was
+    changed") goes first; a message that already says it keeps it once
+    (first, where only a label such as "eccl_env: " was in front of it)."""
+    msg = " ".join(str(msg or "failed").split())
+    action = str(action or "").rsplit(".", 1)[-1]
+    name = " ".join(str(name or "").split())
+    text = msg if action in SENTENCE_ACTIONS or not name else "%s: %s" % (name, msg)
+    if not prefix:
+        return text
+    at = msg.lower().find(prefix.lower())
+    if at < 0:
+        return "%s: %s" % (prefix, text)
+    # Said already: first, after at most a speaker's label ("eccl_env: "), which goes.
+    if at > 0 and LABEL_RE.match(msg[:at]):
+        return msg[at:]
+    return text

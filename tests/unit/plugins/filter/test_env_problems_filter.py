@@ -15,7 +15,10 @@ from conftest import run_play
 
 def test_filter_is_registered_and_is_the_helper():
     from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import env_problems
-    assert plugin.FilterModule().filters() == {"env_problems": env_problems}
+    filters = plugin.FilterModule().filters()
+    assert sorted(filters) == ["env_export_lines", "env_problems"]
+    assert filters["env_problems"] is env_problems
+    assert filters["env_export_lines"]({"PATH": "/opt/x", "A": 1}) == ['export A=1', 'export PATH="${PATH:+$PATH:}"/opt/x']
 
 
 def test_filter_in_a_template(tmp_path):
@@ -59,6 +62,35 @@ def test_eccl_env_preflight(tmp_path, extra, expected):
             assert text in out, text
 
 
+@pytest.mark.parametrize("env", [{"PATH": "/usr/local/tops/bin"}, {"LD_PRELOAD": "/tmp/x.so"}])
+def test_eccl_env_refuses_guarded_names_and_writes_nothing(tmp_path, env):
+    # The whole role, used alone (its own preflight first), writing into tmp_path.
+    profile = tmp_path / "topsrider.sh"
+    rc, out = run_play(tmp_path, [{"name": "ECCL", "ansible.builtin.include_role": {"name": "gcu.topsrider.eccl_env"}}],
+                       {"eccl_env_install_packages": False, "eccl_env_vars": env, "eccl_env_file": str(profile)})
+    assert rc != 0, out
+    name = list(env)[0]
+    assert "eccl_env: refused, nothing was changed: \"%s\" (from eccl_env_vars) is " % name in out, out
+    assert "refused unless eccl_env_allow_names names it" in out
+    assert not profile.exists()
+
+
+def test_eccl_env_writes_an_allowed_search_path_as_an_extension(tmp_path):
+    profile = tmp_path / "topsrider.sh"
+    rc, out = run_play(tmp_path, [{"name": "ECCL", "ansible.builtin.include_role": {"name": "gcu.topsrider.eccl_env"}}],
+                       {"eccl_env_install_packages": False, "eccl_env_file": str(profile),
+                        "eccl_env_vars": {"PATH": "/usr/local/tops/bin", "LD_BIND_NOW": "1"},
+                        "eccl_env_allow_names": ["PATH", "LD_BIND_NOW"]})
+    assert rc == 0, out
+    text = profile.read_text()
+    assert 'export PATH="${PATH:+$PATH:}"/usr/local/tops/bin\n' in text
+    assert "export LD_BIND_NOW=1\n" in text and "export ECCL_DEBUG=WARN\n" in text
+    import subprocess
+    seen = subprocess.run(["sh", "-c", '. "$1" && printf %s "$PATH"', "sh", str(profile)], env={"PATH": "/usr/bin:/bin"},
+                          stdout=subprocess.PIPE, check=True, universal_newlines=True).stdout
+    assert seen == "/usr/bin:/bin:/usr/local/tops/bin"
+
+
 def dist_launch_vars(tmp_path, **extra):
     # docs/launch.md's example sets only dist_launch_python; the card count stands in
     # for gcu_devices here (no cards on the controller), the paths keep it in tmp_path.
@@ -76,6 +108,18 @@ def test_dist_launch_accepts_the_empty_enflame_environment(tmp_path):
     rc, out = run_play(tmp_path, [DIST_LAUNCH], dist_launch_vars(tmp_path))
     assert rc == 0, out
     assert (tmp_path / "launch" / "launch-single.sh").is_file()
+
+
+def test_dist_launch_refuses_a_guarded_name_unless_allowed(tmp_path):
+    rc, out = run_play(tmp_path, [DIST_LAUNCH], dist_launch_vars(tmp_path, dist_launch_env={"LD_PRELOAD": "/tmp/x.so"}))
+    assert rc != 0, out
+    assert ('dist_launch: refused, nothing was written: "LD_PRELOAD" (from dist_launch_env) is the dynamic loader\'s '
+            "settings (what every program loads): refused unless dist_launch_env_allow_names names it") in out
+    assert not (tmp_path / "launch").exists()
+    rc, out = run_play(tmp_path, [DIST_LAUNCH], dist_launch_vars(tmp_path, dist_launch_env={"LD_PRELOAD": "/tmp/x.so"},
+                                                                 dist_launch_env_allow_names=["LD_PRELOAD"]))
+    assert rc == 0, out
+    assert "export LD_PRELOAD=/tmp/x.so" in (tmp_path / "launch" / "launch-single.sh").read_text()
 
 
 @pytest.mark.parametrize("vendor, env, expected", [

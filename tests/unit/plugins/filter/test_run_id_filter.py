@@ -52,3 +52,13 @@ def test_start_refuses_an_id_that_would_leave_the_reports_directory(tmp_path):
     rc, out = run_start(tmp_path, {"run_id_value": "../../etc/cron.d/x"})
     flat = " ".join(out.split())
     assert rc != 0 and "the run id" in flat and "ID=" not in out, out
+
+
+def test_start_says_which_variable_and_why_in_one_sentence(tmp_path):
+    # Checked first, by an assert with its own sentence, not by the filter's error inside set_fact.
+    rc, out = run_start(tmp_path, {"run_id_value": "../../../../tmp/x-id", "run_id_variable": "topsrider_deploy_id"})
+    flat = " ".join(out.split())
+    assert rc != 0, out
+    assert ('refused, nothing was changed: topsrider_deploy_id "../../../../tmp/x-id" is not a plain name: '
+            'a letter or digit') in flat, out
+    assert "Finalization" not in out and "ID=" not in out

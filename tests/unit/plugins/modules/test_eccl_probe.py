@@ -207,6 +207,13 @@ def test_check_mode_runs_the_same_read_only_probe(node, libdir, tmp_path):
     ({"environment": {"ECCL_DEBUG": "INFO\n"}}, '"INFO\\n", has characters that are not allowed'),
     ({"environment": {"ECCL_DEBUG\n": "INFO"}}, 'variable name "ECCL_DEBUG\\n" (from environment) is not a valid name'),
     ({"environment": {"ECCL_DEBUG": "INFO; touch /tmp/pwned"}}, "has characters that are not allowed"),
+    # A name the loader acts on: refused unless allow_names names it (the default names only two search paths).
+    ({"environment": {"LD_PRELOAD": "/tmp/x.so"}},
+     '"LD_PRELOAD" (from environment) is the dynamic loader\'s settings (what every program loads): '
+     'refused unless allow_names names it'),
+    ({"environment": {"PATH": "/opt/x"}}, '"PATH" (from environment) is the shell\'s search path for commands'),
+    ({"environment": {"LD_LIBRARY_PATH": "lib"}, "allow_names": ["LD_LIBRARY_PATH"]},
+     'is a search path whose entry "lib" is not absolute'),
     ({"timeout": 0}, "timeout"),
     ({"sizes": [2]}, "sizes"),
     ({"sizes": []}, "sizes"),
@@ -220,6 +227,16 @@ def test_bad_arguments(node, args, fragment):
     failed, r = run(args)
     assert failed and fragment in r["msg"]
     assert node["commands"] == []
+
+
+def test_child_environment_extends_search_paths(monkeypatch):
+    # A search path the caller gives is appended to the module's own value, never replaces it.
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
+    env = _eccl_probe.child_env({"PATH": "/opt/tops/bin", "LD_LIBRARY_PATH": "/opt/tops/lib", "ECCL_DEBUG": "INFO"})
+    assert env["PATH"] == "/usr/bin:/bin:/opt/tops/bin"
+    assert env["LD_LIBRARY_PATH"] == "/opt/tops/lib"
+    assert env["ECCL_DEBUG"] == "INFO"
 
 
 # ---------------------------------------------------------------- collective level

@@ -138,3 +138,41 @@ def test_snapshot_needs_names_cache_dirs_only():
                                                         before_url="file:///var/cache/topsrider/2.5.130/w.whl"))
     assert snapshot_needs(snap, None, "/var/cache/topsrider/") == ["2.5.130"]
     assert snapshot_needs(None, None, "/var/cache/topsrider") == []
+
+
+# ---------------------------------------------------------------- one sentence for a failed task
+@pytest.mark.parametrize("task, result, prefix, expected", [
+    # an assert's message alone: its name is a claim, never read as a fact in front of the reason
+    ({"name": "There is a snapshot to go back to, with a plain id", "action": "ansible.builtin.assert"},
+     {"msg": "no deploy is recorded in /etc/ansible/facts.d/topsrider.fact, so there is no snapshot to roll back to;\n"
+             "nothing was changed."}, "",
+     "no deploy is recorded in /etc/ansible/facts.d/topsrider.fact, so there is no snapshot to roll back to; "
+     "nothing was changed."),
+    ({"name": "Refuse", "action": "fail"}, {"msg": "x failed"}, "", "x failed"),
+    # another task: the step, then its message
+    ({"name": "Install the packages", "action": "gcu.topsrider.deb_bundle"}, {"msg": "dpkg failed"}, "",
+     "Install the packages: dpkg failed"),
+    # the prefix once: the "refused, nothing was changed: t20-node-1: refused, nothing was changed: ..."
+    ({"name": "Inputs | Names", "action": "ansible.builtin.assert"},
+     {"msg": "refused, nothing was changed: topsrider_python \"python\" is not absolute."},
+     "refused, nothing was changed", "refused, nothing was changed: topsrider_python \"python\" is not absolute."),
+    ({"name": "Check", "action": "ansible.builtin.assert"},
+     {"msg": "eccl_env: refused, nothing was changed: \"PATH\" is ..."}, "refused, nothing was changed",
+     "refused, nothing was changed: \"PATH\" is ..."),
+    ({"name": "Check", "action": "ansible.builtin.assert"},
+     {"msg": "t20-node-1: Refused, nothing was changed: x"}, "refused, nothing was changed",
+     "Refused, nothing was changed: x"),
+    # said later in a sentence: kept where it is, not added
+    ({"name": "Check", "action": "ansible.builtin.assert"},
+     {"msg": "the manifest is bad; refused, nothing was changed."}, "refused, nothing was changed",
+     "the manifest is bad; refused, nothing was changed."),
+    ({"name": "Bundle | The installer", "action": "ansible.builtin.assert"}, {"msg": "x.run: corrupt. Nothing was sent."},
+     "refused, nothing was changed", "refused, nothing was changed: x.run: corrupt. Nothing was sent."),
+    # nothing known: still a sentence
+    ({}, {}, "", "failed"),
+    (None, None, "refused", "refused: failed"),
+])
+def test_failure_text(task, result, prefix, expected):
+    from ansible_collections.gcu.topsrider.plugins.plugin_utils._truth import failure_text
+    task, result = task or {}, result or {}
+    assert failure_text(result.get("msg"), task.get("action"), task.get("name"), prefix) == expected
