@@ -220,6 +220,20 @@ def test_a_node_lost_mid_install_is_named_unreachable_in_the_written_and_printed
     assert "Unreachable: %s." % POWER_LOST in log and "0 ok, 0 failed, 1 unreachable, 0 changed, 1 not started." in log
 
 
+def test_the_plain_rerun_names_the_one_remedy_and_with_it_the_deploy_completes():
+    """node1 came back with dpkg's run cut in its postinst: the plain re-run
+    changes nothing and names the switch that repairs it; with it, the
+    deploy finishes and proves node1 at 2.5.140."""
+    log = eph_text("power-again.log")
+    assert log.startswith("rc=2\n")
+    row = rows_of(eph_json("power-again-report.json"))[POWER_LOST]
+    assert row["result"] == "failed" and "interrupted" in row["detail"], row
+    assert "-e topsrider_recover_interrupted=true" in log
+    assert eph_text("power-remedy.log").startswith("rc=0\n")
+    row = rows_of(eph_json("power-remedy-report.json"))[POWER_LOST]
+    assert row["result"] == "ok" and row["version"] == "2.5.140", row
+
+
 def test_a_full_reports_directory_fails_the_run_naming_it_and_keeps_the_old_report():
     directory = eph_text("full-dir.txt").strip()
     log = eph_text("full-run.log")
