@@ -212,7 +212,7 @@ def with_lost_hosts(report, lost, now=None):
     """The report again with the lines of `lost` (host -> its lost_line())
     in place of what it had for those hosts when it was written last; the
     other rows stay as they were, in order."""
-    rows = [r for r in _rows(report)]
+    rows = list(_rows(report))
     targets = [r["host"] for r in rows]
     found = [rows] + [dict(line) for host, line in sorted((lost or {}).items()) if host in targets]
     return build(found, report.get("kind"), report.get("id"), targets, (), "unreachable",
