@@ -218,7 +218,7 @@ def test_a_node_lost_mid_install_is_named_unreachable_in_the_written_and_printed
     assert rows[POWER_LOST]["detail"].startswith("unreachable: the node stopped answering during 'Install the bundle"), rows
     assert rows["topsrider-fleet-node2"]["result"] == "not started", rows
     assert report["unreachable_hosts"] == [POWER_LOST] and report["status"] == "failed"
-    assert "Unreachable: %s." % POWER_LOST in log and "0 ok, 0 failed, 1 unreachable, 0 changed, 1 not started." in log
+    assert "Unreachable: %s." % POWER_LOST in log and "0 ok, 0 failed, 1 unreachable, 1 changed, 1 not started." in log
 
 
 def test_the_plain_rerun_names_the_one_remedy_and_with_it_the_deploy_completes():
