@@ -31,7 +31,6 @@ import re
 import shlex
 import subprocess
 import sys
-import tempfile
 import time
 
 # PATH for a run started with no PATH at all (cron's env, env -i).
@@ -70,6 +69,18 @@ def read_env_file(path):
     return env
 
 
+def _atomic():
+    """The collection's one atomic writer (plugins/module_utils/_atomic.py,
+    standard library only), loaded by its path beside this script: the
+    wrappers run outside Ansible's collection loader."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "plugins", "module_utils", "_atomic.py")
+    spec = importlib.util.spec_from_file_location("topsrider_atomic", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def write_run_metric(directory, kind, report_written, status, now):
     """<directory>/topsrider_<kind>_run.prom, written whole (renamed into place):
     whether this run wrote its report, the wrapper's exit status, when it ended."""
@@ -81,16 +92,8 @@ def write_run_metric(directory, kind, report_written, status, now):
     text = "".join("# HELP topsrider_%s_%s %s\n# TYPE topsrider_%s_%s gauge\ntopsrider_%s_%s %s\n"
                    % (kind, name, help_text, kind, name, kind, name, value) for name, help_text, value in metrics)
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".topsrider-%s-run-" % kind)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, os.path.join(directory, "topsrider_%s_run.prom" % kind))
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    _atomic().write_atomic(os.path.join(directory, "topsrider_%s_run.prom" % kind), text, 0o644,
+                           prefix=".topsrider-%s-run-" % kind)
 
 
 def prune_reports(directory, kind, keep_days, now):

@@ -18,6 +18,7 @@ with \\n escapes under the stock configuration).
 """
 from __future__ import annotations
 
+import errno
 import os
 
 from ansible.errors import AnsibleActionFail
@@ -50,11 +51,32 @@ def write_reports(files):
         raise ValueError("; ".join(problems))
     for path, text in files:
         path = os.path.abspath(path)
-        # Hosts write their lines at once: another may make the run's
-        # directory between a look and a mkdir, so an existing one is fine.
-        os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
-        write_atomic(path, text if text.endswith("\n") else text + "\n", 0o644, prefix=".report-")
+        try:
+            # Hosts write their lines at once: another may make the run's
+            # directory between a look and a mkdir, so an existing one is fine.
+            os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
+            write_atomic(path, text if text.endswith("\n") else text + "\n", 0o644, prefix=".report-")
+        except (IOError, OSError) as e:
+            raise ReportWriteError(path, e)
     return [pair[0] for pair in files]
+
+
+class ReportWriteError(OSError):
+    """A report file that could not be written: which, and why, in one sentence
+    (a full file system named as such; the file, when it was there, is as it was)."""
+
+    def __init__(self, path, error):
+        reason = getattr(error, "strerror", None) or str(error)
+        if getattr(error, "errno", None) in (errno.ENOSPC, errno.EDQUOT):
+            text = ("the file system of %s is full (%s): %s was not written and is as it was; free space there and run again"
+                    % (os.path.dirname(path), reason, path))
+        else:
+            text = "cannot write %s: %s" % (path, reason)
+        super(ReportWriteError, self).__init__(getattr(error, "errno", None), text)
+        self.text = text
+
+    def __str__(self):
+        return self.text
 
 
 class ActionModule(ActionBase):
@@ -74,7 +96,7 @@ class ActionModule(ActionBase):
             try:
                 written = write_reports(args["files"])
             except (IOError, OSError) as e:
-                raise AnsibleActionFail("topsrider_reports: cannot write the run's reports: %s" % e)
+                raise AnsibleActionFail("topsrider_reports: %s" % e)
         if args["show"]:
             display.display(args["show"].rstrip("\n"))
         # The run's own output on the controller, not a change to the fleet.

@@ -11,7 +11,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._fleet_report import (
-    FleetReportError, build, slurm_line, summarize, to_junit, to_markdown, to_text,
+    FleetReportError, build, in_progress_lines, report_files, slurm_line, summarize, to_junit, to_markdown, to_text,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._holders import describe_all
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
@@ -26,6 +26,8 @@ class FilterModule(object):
             "topsrider_report_text": to_text,
             "topsrider_report_junit": to_junit,
             "topsrider_report_summary": summarize,
+            "topsrider_report_files": report_files,
+            "topsrider_in_progress_lines": in_progress_lines,
             "topsrider_report_slurm": slurm_line,
             "topsrider_holders_text": describe_all,
         }, (FleetReportError, ReportError))

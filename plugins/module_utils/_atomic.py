@@ -3,11 +3,14 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The collection's one atomic file writer.
 
-Used on the node by the deb_bundle journal (_journal.write_json_atomic) and on
-the controller by playbooks/files/write_reports.py (the run's report files)
+Used on the node by the deb_bundle journal (_journal.write_json_atomic) and
+the torch_gcu wheel's record (_wheel), and on the controller by the action
+gcu.topsrider.topsrider_reports (every report file, the fleet report's
+callback included), the wrappers' run metric (scripts/topsrider_check.py)
 and the bench. It imports nothing but the standard library, so that a plain
-script can load this file by its path (write_reports.py does: it runs under
-ansible_playbook_python, outside Ansible's collection loader).
+script can load this file by its path (scripts/topsrider_check.py does: it
+runs outside Ansible's collection loader). A full file system fails the
+write and leaves the old file as it was.
 Runs on the node: Python 3.6+.
 """
 

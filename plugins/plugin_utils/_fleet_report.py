@@ -11,28 +11,36 @@ calls them on the controller and the unit tests call them directly.
 
 A report is {kind, id, check_mode, written: 'YYYY-MM-DDTHH:MM:SSZ',
 status, summary: {ok, failed, unreachable, pending, not_started, deferred,
-changed, status, slurm}, unreachable_hosts: [...], hosts: [{host, result,
-version, changed, duration_s, detail, slurm (optional)}, ...]}; a host's
-result is one of RESULTS.
+in_progress, interrupted, changed, status, slurm}, unreachable_hosts: [...],
+hosts: [{host, result, version, changed, duration_s, detail, slurm
+(optional)}, ...]}; a host's result is one of RESULTS.
 
-The run's status (STATUSES): failed when a host failed or was unreachable;
-else "in progress" while hosts of later batches have no result yet (the
-report rewritten after each batch of a rollout); else deferred when a node
-was in use and left for a later run ("not done yet"); else ok.
+"in progress": the host's batch has started and it has no result yet (its
+line is written when its batch starts, so that a controller killed mid-batch
+leaves a report that names the nodes it was working on); "interrupted": a
+later run found that a run was stopped while it worked on the host.
+
+The run's status (STATUSES): failed when a host failed, was unreachable or
+interrupted; else "in progress" while hosts have no result yet (the report
+rewritten when each batch of a rollout starts and ends); else deferred when
+a node was in use and left for a later run ("not done yet"); else ok.
 """
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import json
 import re
 import time
 from xml.etree import ElementTree
 
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._report_formats import safe_run_id, xml_document
 
-RESULTS = ("ok", "failed", "unreachable", "pending", "not started", "deferred")
+RESULTS = ("ok", "failed", "unreachable", "pending", "not started", "deferred", "in progress", "interrupted")
 # A host that never got this far: its checks did not run (JUnit <skipped>).
-NOT_RUN = ("pending", "not started", "deferred")
+NOT_RUN = ("pending", "not started", "deferred", "in progress")
+# A host whose run ended without its result: a JUnit <error>, like unreachable.
+NO_RESULT = ("unreachable", "interrupted")
 STATUSES = ("ok", "deferred", "failed", "in progress")
 
 # The width of a host's line in the printed table: a terminal's (a longer
@@ -97,8 +105,8 @@ def summarize(rows):
         if key in counts:
             counts[key] += 1
     counts["changed"] = len([r for r in rows or [] if r.get("changed") in (True, "True", "true")])
-    counts["status"] = ("failed" if counts["failed"] or counts["unreachable"]
-                        else "in progress" if counts["not_started"] or counts["pending"]
+    counts["status"] = ("failed" if counts["failed"] or counts["unreachable"] or counts["interrupted"]
+                        else "in progress" if counts["not_started"] or counts["pending"] or counts["in_progress"]
                         else "deferred" if counts["deferred"] else "ok")
     counts["slurm"] = slurm_totals(rows)
     return counts
@@ -158,6 +166,59 @@ def build(found, kind, run_id, targets, lost=(), missing_as="unreachable", check
     return report
 
 
+# The counts a summary line names only when there are any.
+_EXTRA_COUNTS = (("deferred", "deferred"), ("pending", "pending"), ("not_started", "not started"),
+                 ("in_progress", "in progress"), ("interrupted", "interrupted"))
+
+
+def in_progress_lines(hosts, now=None):
+    """The lines of a batch's hosts when the batch starts: "in progress
+    (started <UTC time>)", replaced by each host's own line when it ends; a
+    controller killed meanwhile leaves them, so that the report names the
+    nodes that were being worked on, not "not started"."""
+    now = time.time() if now is None else float(now)
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
+    return [{"host": h, "result": "in progress", "version": None, "changed": False, "duration_s": None,
+             "detail": "in progress (started %s): no result yet; a run stopped here left the node as it was then" % started}
+            for h in hosts or []]
+
+
+def report_files(report, reports_dir):
+    """The files a fleet report is written as, each [path, text]: <kind>-<id>
+    as JSON, Markdown and JUnit XML, and <kind>-latest as JSON and XML."""
+    base = "%s/%s-%s" % (reports_dir.rstrip("/") or "/", report["kind"], report["id"])
+    latest = "%s/%s-latest" % (reports_dir.rstrip("/") or "/", report["kind"])
+    text = json.dumps(report, indent=4, sort_keys=True, separators=(",", ": "), ensure_ascii=False)
+    xml = to_junit(report)
+    return [[base + ".json", text], [base + ".md", to_markdown(report)], [base + ".xml", xml],
+            [latest + ".json", text], [latest + ".xml", xml]]
+
+
+def lost_line(host, task, msg, failed_task=None, failed_msg=None, started=None, now=None):
+    """The line of a host that stopped answering in the middle of its turn
+    (Ansible drops such a host from the play: none of its rescue or always
+    tasks run, so it never writes a line of its own)."""
+    detail = u"unreachable: the node stopped answering during '%s' (%s)" % (_one_line(task), _one_line(msg) or u"no answer")
+    if failed_task:
+        detail += u", after '%s' failed (%s)" % (_one_line(failed_task), _one_line(failed_msg) or u"no message")
+    detail += (u"; what it holds now is unknown: when it is back, run the same command again"
+               u" (it finishes the job or names the one remedy)")
+    now = time.time() if now is None else float(now)
+    return {"host": host, "result": "unreachable", "version": None, "changed": False,
+            "duration_s": None if started is None else round(max(now - float(started), 0.0), 1), "detail": detail}
+
+
+def with_lost_hosts(report, lost, now=None):
+    """The report again with the lines of `lost` (host -> its lost_line())
+    in place of what it had for those hosts when it was written last; the
+    other rows stay as they were, in order."""
+    rows = list(_rows(report))
+    targets = [r["host"] for r in rows]
+    found = [rows] + [dict(line) for host, line in sorted((lost or {}).items()) if host in targets]
+    return build(found, report.get("kind"), report.get("id"), targets, (), "unreachable",
+                 report.get("check_mode"), now)
+
+
 def _md_detail(value):
     return _one_line(value).replace(u"|", u"/")
 
@@ -171,7 +232,7 @@ def to_markdown(report):
     check = u" (check mode)" if report.get("check_mode") in (True, "True", "true") else u""
     summary = u"%d ok, %d failed, %d unreachable, %d changed" % (
         _count(report, "ok"), _count(report, "failed"), _count(report, "unreachable"), _count(report, "changed"))
-    for key, label in (("deferred", "deferred"), ("not_started", "not started")):
+    for key, label in _EXTRA_COUNTS:
         if _count(report, key):
             summary += u", %d %s" % (_count(report, key), label)
     status = report.get("status") or s.get("status")
@@ -269,7 +330,7 @@ def to_text(report):
     title = u"TopsRider %s %s%s" % (_one_line(report.get("kind")), _one_line(report.get("id")), check)
     summary = u"%d ok, %d failed, %d unreachable, %d changed" % (
         _count(report, "ok"), _count(report, "failed"), _count(report, "unreachable"), _count(report, "changed"))
-    for key, label in (("deferred", "deferred"), ("pending", "pending"), ("not_started", "not started")):
+    for key, label in _EXTRA_COUNTS:
         if _count(report, key):
             summary += u", %d %s" % (_count(report, key), label)
     lines = [title, u"", summary + u"."]
@@ -332,8 +393,8 @@ def to_junit(report):
         if r["result"] == "failed":
             ElementTree.SubElement(case, "failure", {"message": detail, "type": "failed"}).text = detail
             counts["failures"] += 1
-        elif r["result"] == "unreachable":
-            ElementTree.SubElement(case, "error", {"message": detail, "type": "unreachable"}).text = detail
+        elif r["result"] in NO_RESULT:
+            ElementTree.SubElement(case, "error", {"message": detail, "type": r["result"]}).text = detail
             counts["errors"] += 1
         elif r["result"] in NOT_RUN:
             ElementTree.SubElement(case, "skipped", {

@@ -180,3 +180,68 @@ def test_verify_runs_no_collective_on_busy_cards():
     assert row["detail"].startswith("8 cards healthy, ECCL ok at level framework; collective level not run: "
                                     "the cards are in use (pid "), row["detail"]
     assert row["detail"].endswith(") holds gcu0)") and row["in_use"], row
+
+
+# ---- issue 31: a node that loses power mid-install (power_loss.yml) --------
+POWER_LOST = "topsrider-fleet-node1"
+
+
+def eph_json(name):
+    with open(os.path.join(EPH, name)) as f:
+        return json.load(f)
+
+
+def eph_text(name):
+    with open(os.path.join(EPH, name)) as f:
+        return f.read()
+
+
+def rows_of(report):
+    return {h["host"]: h for h in report["hosts"]}
+
+
+def test_while_a_batch_installs_its_node_is_in_progress_in_the_report():
+    rows = rows_of(eph_json("power-inprogress-report.json"))
+    assert rows[POWER_LOST]["result"] == "in progress", rows
+    assert rows[POWER_LOST]["detail"].startswith("in progress (started 20"), rows
+    assert rows["topsrider-fleet-node2"]["result"] == "not started", rows
+
+
+def test_a_node_lost_mid_install_is_named_unreachable_in_the_written_and_printed_report():
+    log = eph_text("power-lost.log")
+    # 2: the docker connection reports a stopped container as a failure (over SSH: 4, unreachable).
+    assert log.startswith("rc=2\n")
+    report = eph_json("power-lost-report.json")
+    rows = rows_of(report)
+    assert sorted(rows) == [POWER_LOST, "topsrider-fleet-node2"]
+    assert rows[POWER_LOST]["result"] == "unreachable", rows
+    assert rows[POWER_LOST]["detail"].startswith("unreachable: the node stopped answering during 'Install the bundle"), rows
+    assert rows["topsrider-fleet-node2"]["result"] == "not started", rows
+    assert report["unreachable_hosts"] == [POWER_LOST] and report["status"] == "failed"
+    assert "Unreachable: %s." % POWER_LOST in log and "0 ok, 0 failed, 1 unreachable, 1 changed, 1 not started." in log
+
+
+def test_the_plain_rerun_names_the_one_remedy_and_with_it_the_deploy_completes():
+    """node1 came back with dpkg's run cut in its postinst: the plain re-run
+    changes nothing and names the switch that repairs it; with it, the
+    deploy finishes and proves node1 at 2.5.140."""
+    log = eph_text("power-again.log")
+    assert log.startswith("rc=2\n")
+    row = rows_of(eph_json("power-again-report.json"))[POWER_LOST]
+    assert row["result"] == "failed" and "interrupted" in row["detail"], row
+    assert "-e topsrider_recover_interrupted=true" in log
+    assert eph_text("power-remedy.log").startswith("rc=0\n")
+    row = rows_of(eph_json("power-remedy-report.json"))[POWER_LOST]
+    assert row["result"] == "ok" and row["version"] == "2.5.140", row
+
+
+def test_a_full_reports_directory_fails_the_run_naming_it_and_keeps_the_old_report():
+    directory = eph_text("full-dir.txt").strip()
+    log = eph_text("full-run.log")
+    assert log.startswith("rc=2\n")
+    assert re.search(r"topsrider_reports: the file system of %s/deploy-[^ ]+\.d is full \(No space left on device\)"
+                     % re.escape(directory), log), log
+    before, after, again = (eph_json("full-%s.json" % n) for n in ("before", "after", "again"))
+    assert after == before
+    assert again["status"] == "ok" and again["id"] != before["id"]
+    assert rows_of(again)[POWER_LOST]["result"] == "ok"

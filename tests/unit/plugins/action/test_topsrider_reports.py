@@ -101,3 +101,21 @@ def test_show_prints_plain_lines_under_the_stock_and_the_project_settings(tmp_pa
         if line:
             assert line in lines, output
     assert "\\n" not in output and not (tmp_path / "r.md").exists()
+
+
+def test_a_full_file_system_is_named_and_the_old_report_stays(tmp_path, monkeypatch):
+    import errno
+    from ansible_collections.gcu.topsrider.plugins.module_utils import _atomic
+    old = tmp_path / "deploy-latest.json"
+    old.write_text(u"old\n")
+    real = _atomic.os.fsync
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(_atomic.os, "fsync", full)
+    with pytest.raises(topsrider_reports.ReportWriteError) as e:
+        topsrider_reports.write_reports([[str(old), "new\n"]])
+    monkeypatch.setattr(_atomic.os, "fsync", real)
+    assert str(e.value) == ("the file system of %s is full (No space left on device): %s was not written and is as it was; "
+                            "free space there and run again" % (tmp_path, old))
+    assert old.read_text() == u"old\n" and sorted(os.listdir(str(tmp_path))) == ["deploy-latest.json"]

@@ -330,3 +330,49 @@ def test_markdown_slurm_unreachable_and_a_long_detail():
     assert "\n\nSlurm: 1 node(s) drained by this run, 1 resumed; 1 job(s) waited for" in text
     assert "\nUnreachable: n2.\n" in text
     assert "| n1 | deferred | - | no | 3 | %s |\n" % ("x" * 300) in text  # the whole detail: the file is for details
+
+
+# ---- issue 31: a report from every run ------------------------------------
+
+def test_a_batch_that_starts_is_in_progress_and_the_run_too():
+    lines = _fleet_report.in_progress_lines(["n1", "n2"], now=1795683600)
+    assert [(l["host"], l["result"]) for l in lines] == [("n1", "in progress"), ("n2", "in progress")]
+    assert lines[0]["detail"].startswith("in progress (started 2026-11-26T")
+    report = _fleet_report.build([lines[0]], "deploy", "r1", ["n0", "n1", "n3"], (), "not started")
+    assert [r["result"] for r in report["hosts"]] == ["not started", "in progress", "not started"]
+    assert report["status"] == "in progress" and report["summary"]["in_progress"] == 1
+    text = _fleet_report.to_text(report)
+    assert "0 ok, 0 failed, 0 unreachable, 0 changed, 2 not started, 1 in progress." in text
+    # In JUnit a host still in progress has no result: <skipped>, its message saying so.
+    assert 'message="in progress (started ' in _fleet_report.to_junit(report)
+
+
+def test_an_interrupted_host_fails_the_run_and_is_a_junit_error():
+    report = _fleet_report.build([{"host": "n1", "result": "interrupted", "detail": "interrupted at 10:00, completed"}],
+                                 "deploy", "r1", ["n1"])
+    assert report["status"] == "failed"
+    assert '<error message="interrupted at 10:00, completed" type="interrupted">' in _fleet_report.to_junit(report)
+
+
+def test_a_lost_host_replaces_its_row_and_the_others_stay():
+    report = _fleet_report.build([_fleet_report.in_progress_lines(["n1"], now=0)[0],
+                                  {"host": "n0", "result": "ok", "version": "2.5.140", "changed": True, "detail": "deployed"}],
+                                 "deploy", "r1", ["n0", "n1", "n2"], (), "not started")
+    line = _fleet_report.lost_line("n1", "Restore | Read", "Failed to create temporary directory",
+                                   "Install the bundle", "MODULE FAILURE rc=137", started=100, now=130.04)
+    again = _fleet_report.with_lost_hosts(report, {"n1": line, "elsewhere": line})
+    assert [(r["host"], r["result"]) for r in again["hosts"]] == [("n0", "ok"), ("n1", "unreachable"), ("n2", "not started")]
+    assert again["unreachable_hosts"] == ["n1"] and again["status"] == "failed"
+    assert again["hosts"][1]["duration_s"] == 30.0
+    assert again["hosts"][1]["detail"] == (
+        "unreachable: the node stopped answering during 'Restore | Read' (Failed to create temporary directory), "
+        "after 'Install the bundle' failed (MODULE FAILURE rc=137); what it holds now is unknown: when it is back, "
+        "run the same command again (it finishes the job or names the one remedy)")
+
+
+def test_the_report_files_are_five_and_the_json_is_the_report():
+    files = _fleet_report.report_files(REPORT, "/r/")
+    assert [f[0] for f in files] == ["/r/deploy-20261123T101500Z-ab12.json", "/r/deploy-20261123T101500Z-ab12.md",
+                                     "/r/deploy-20261123T101500Z-ab12.xml", "/r/deploy-latest.json", "/r/deploy-latest.xml"]
+    assert json.loads(files[0][1]) == REPORT and files[3][1] == files[0][1]
+    assert files[1][1] == _fleet_report.to_markdown(REPORT) and files[2][1] == _fleet_report.to_junit(REPORT)
