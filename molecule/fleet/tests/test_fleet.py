@@ -229,6 +229,8 @@ def test_the_plain_rerun_names_the_one_remedy_and_with_it_the_deploy_completes()
     assert log.startswith("rc=2\n")
     row = rows_of(eph_json("power-again-report.json"))[POWER_LOST]
     assert row["result"] == "failed" and "interrupted" in row["detail"], row
+    # The lost run's lock was taken over without topsrider_lock_break, and the line says what was found.
+    assert row["detail"].startswith("interrupted deploy run power1 found (its ansible-playbook (pid "), row
     assert "-e topsrider_recover_interrupted=true" in log
     assert eph_text("power-remedy.log").startswith("rc=0\n")
     row = rows_of(eph_json("power-remedy-report.json"))[POWER_LOST]
