@@ -110,7 +110,11 @@ def try_create(path, holder):
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         try:
-            os.write(fd, _text(holder).encode("utf-8"))
+            # os.write may write less than asked (a disk filling up): go on until all is
+            # written; the write after a short one raises ENOSPC, and nothing is linked.
+            data = _text(holder).encode("utf-8")
+            while data:
+                data = data[os.write(fd, data):]
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -1,6 +1,7 @@
 """plugins/module_utils/_lock.py: the node lock (one change at a time), never half-written, and every
 decision on a lock whose holder may be gone (issue 31)."""
 import errno
+import json
 import os
 
 import pytest
@@ -219,6 +220,36 @@ def test_a_full_disk_leaves_no_lock_file(tmp_path, monkeypatch):
         acquire(path, A, 600)
     assert e.value.errno == errno.ENOSPC
     assert os.listdir(str(tmp_path)) == []
+
+
+def test_a_disk_that_fills_mid_write_leaves_no_lock_file(tmp_path, monkeypatch):
+    """A short write (the disk filled after some bytes), then ENOSPC: nothing half-written is linked."""
+    path = lock(tmp_path)
+    real_write = os.write
+    calls = []
+
+    def short_then_full(fd, data):
+        calls.append(len(data))
+        if len(calls) == 1:
+            return real_write(fd, data[:5])
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(_lock.os, "write", short_then_full)
+    with pytest.raises(OSError) as e:
+        acquire(path, A, 600)
+    assert e.value.errno == errno.ENOSPC and len(calls) == 2
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_a_short_write_is_finished_before_the_lock_is_linked(tmp_path, monkeypatch):
+    path = lock(tmp_path)
+    real_write = os.write
+
+    def short(fd, data):
+        return real_write(fd, data[:7])
+    monkeypatch.setattr(_lock.os, "write", short)
+    assert acquire(path, A, 600)[0] is True
+    with open(path) as f:
+        assert json.loads(f.read())["token"] == A["token"]
 
 
 def test_a_failed_link_leaves_no_temporary_file(tmp_path, monkeypatch):
