@@ -35,7 +35,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from slurm_helpers import (  # noqa: E402 pylint: disable=wrong-import-position,import-error
-    CTL, EPHEMERAL, N1, N2, N3, SBATCH, job, node_state, sh, wait_for)
+    CTL, EPHEMERAL, N1, N2, N3, SBATCH, back_in_service, job, node_state, responding, sh, wait_for)
 
 testinfra_hosts = ["slurm-node1"]
 TOP = os.environ["MOLECULE_PROJECT_DIRECTORY"]
@@ -148,7 +148,8 @@ def test_1_a_rolling_upgrade_waits_for_the_job_and_never_mixes_releases(host, ru
         sh(n, "rm -f %s" % STOP)
         # idle with no reason; on the two shared cores a slurmd can miss a ping
         # after the gate tests ("idle*", not responding) and answer the next one.
-        wait_for("%s idle and responding" % n, lambda n=n: node_state(n) == ("idle", "none"), 120, step=2)
+        wait_for("%s idle and responding" % n, lambda n=n: node_state(n) == ("idle", "none") and responding(n), 120,
+                 step=2)
         assert deployed(n) == "2.5.136" and features(n) == ["tops_2.5.136"]
     train = submit_training("train", [N1, N2])
     wait_for("the training job running", lambda: job(train)["JobState"] == "RUNNING", 60)
@@ -282,7 +283,7 @@ def test_3_a_deferred_node_stays_draining_and_the_next_run_upgrades_it(host, run
     assert rc == 0, log[-6000:]
     data, hosts = report("deploy")
     assert data["status"] == "ok" and hosts[N1]["result"] == "ok" and hosts[N1]["detail"] == "deployed 2.5.140"
-    assert deployed(N1) == "2.5.140" and features(N1) == ["tops_2.5.140"] and node_state(N1) == ("idle", "none")
+    assert deployed(N1) == "2.5.140" and features(N1) == ["tops_2.5.140"] and back_in_service(N1)
     plain = re.sub(r"\x1b\[[0-9;]*m", "", log)
     assert re.search(r"TASK \[Prove ECCL on every card at topsrider_probe_level[^\n]*\n\s*(ok|changed): \[%s\]" % N1, plain), plain[-6000:]
     # it took the earlier run's drain over, and gave the node back
@@ -307,4 +308,4 @@ def test_4_a_node_that_fails_after_its_change_is_restored_and_stays_drained(host
     rc, log = finish(playbook(host, runs, "deploy.yml", "rollout-fixed.log", "-e",
                               "topsrider_bundle_dir=%s/2.5.140" % BUNDLES, limit=N2), "rollout-fixed.log")
     assert rc == 0, log[-6000:]
-    assert deployed(N2) == "2.5.140" and features(N2) == ["tops_2.5.140"] and node_state(N2) == ("idle", "none")
+    assert deployed(N2) == "2.5.140" and features(N2) == ["tops_2.5.140"] and back_in_service(N2)
