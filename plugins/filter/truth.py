@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters that let deploy.yml and rollback.yml prove an end state before
 they say ok, and the one rule for operator values that become node paths,
-file names or lines. The logic lives in plugins/plugin_utils/_truth.py and _values.py (pure,
+file names or lines, and a rescue's two questions (what failed, in one
+sentence; did the node stop answering). The logic lives in plugins/plugin_utils/_truth.py and _values.py (pure,
 unit-tested); these are thin wrappers."""
 
 from __future__ import (absolute_import, division, print_function)
@@ -12,7 +13,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._truth import (
-    failure_text, freeze_torch_gcu, restore_expected, snapshot_needs, state_differences,
+    failure_text, freeze_torch_gcu, node_lost, restore_expected, snapshot_needs, state_differences,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._values import run_id, value_problems
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
@@ -46,4 +47,6 @@ class FilterModule(object):
             "topsrider_snapshot_needs": snapshot_needs,
             # msg | topsrider_failure(action, name[, prefix]) -> one sentence
             "topsrider_failure": failure_text,
+            # topsrider_lock_taken | topsrider_node_lost(probe) -> whether the node stopped answering
+            "topsrider_node_lost": node_lost,
         }, (AttributeError,))

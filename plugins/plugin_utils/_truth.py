@@ -161,14 +161,40 @@ SENTENCE_ACTIONS = frozenset(["assert", "fail"])
 LABEL_RE = re.compile(r"^[A-Za-z0-9_.-]+: \Z")
 
 
+# ansible-core's words in front of a message, which say nothing of the failure.
+CORE_PREFIX_RE = re.compile(r"^(?:(?:Task|Module|Action) failed: )+")
+# A file Ansible's atomic move could not put in place because its file system
+# is full (the copy, template and file modules): said as the collection's own
+# writers say it (the report writer, the node lock, the journal).
+NO_SPACE_RE = re.compile(r"Failed to replace '(?P<path>[^']+)' with .*No space left on device")
+
+
+def result_message(result):
+    """The message of a failed task's result: a loop's "One or more items
+    failed" is the first failed item's message; a string is itself."""
+    if not isinstance(result, dict):
+        return result
+    for item in result.get("results") or []:
+        if isinstance(item, dict) and (item.get("failed") or item.get("unreachable")):
+            return result_message(item)
+    return result.get("msg")
+
+
 def failure_text(msg, action="", name="", prefix=""):
     """What failed and why, each part once, from a rescue's
-    ansible_failed_result.msg and ansible_failed_task's action and name: the
-    message of an assert or fail task alone; any other task's message after
-    the task's name (which step). `prefix` (e.g. "refused, nothing was
-    changed") goes first; a message that already says it keeps it once
-    (first, where only a label such as "eccl_env: " was in front of it)."""
-    msg = " ".join(str(msg or "failed").split())
+    ansible_failed_result (or its msg) and ansible_failed_task's action and
+    name: the message of an assert or fail task alone; any other task's
+    message after the task's name (which step); a loop's, its first failed
+    item's; a file system that was full, named as such. `prefix` (e.g.
+    "refused, nothing was changed") goes first; a message that already says
+    it keeps it once (first, where only a label such as "eccl_env: " was in
+    front of it)."""
+    msg = CORE_PREFIX_RE.sub("", " ".join(str(result_message(msg) or "failed").split())) or "failed"
+    full = NO_SPACE_RE.search(msg)
+    if full:
+        path = full.group("path")
+        msg = ("the file system of %s is full (No space left on device): %s was not written and is as it was;"
+               " free space there and run again" % (os.path.dirname(path), path))
     action = str(action or "").rsplit(".", 1)[-1]
     name = " ".join(str(name or "").split())
     text = msg if action in SENTENCE_ACTIONS or not name else "%s: %s" % (name, msg)
@@ -181,3 +207,27 @@ def failure_text(msg, action="", name="", prefix=""):
     if at > 0 and LABEL_RE.match(msg[:at]):
         return msg[at:]
     return text
+
+
+# What a connection plugin says, as a task's failure rather than as
+# unreachable, when the node itself is gone (community.docker's docker
+# connection: the container stopped or was removed). SSH reports a lost node
+# as unreachable, which no rescue sees.
+LOST_NODE_MESSAGES = ("is not running", "No such container")
+
+
+def node_lost(lock_result, probe_result):
+    """Whether the node stopped answering, from a play's rescue: the lock task
+    (tasks/start.yml's topsrider_lock_taken) could not reach it, or a one-command
+    probe run in the rescue (raw "true", ignore_unreachable, failed_when false;
+    skipped when the lock task was unreachable) could not run there."""
+    lock = lock_result if isinstance(lock_result, dict) else {}
+    probe = probe_result if isinstance(probe_result, dict) else {}
+    if lock.get("unreachable") or probe.get("unreachable"):
+        return True
+    stderr = str(lock.get("module_stderr") or "")
+    if any(m in stderr for m in LOST_NODE_MESSAGES):
+        return True
+    if probe.get("skipped"):
+        return False
+    return probe.get("rc", 1) != 0

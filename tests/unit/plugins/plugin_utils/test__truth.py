@@ -176,3 +176,66 @@ def test_failure_text(task, result, prefix, expected):
     from ansible_collections.gcu.topsrider.plugins.plugin_utils._truth import failure_text
     task, result = task or {}, result or {}
     assert failure_text(result.get("msg"), task.get("action"), task.get("name"), prefix) == expected
+
+
+LOCK_OK = {"changed": True, "acquired": True, "took_over": None}
+PROBE_OK = {"changed": False, "rc": 0, "stdout": "", "stderr": ""}
+PROBE_SKIPPED = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
+
+
+@pytest.mark.parametrize("lock, probe, lost", [
+    # a task failed on a node that answers: a failure, not a lost node
+    (LOCK_OK, PROBE_OK, False),
+    # another run's lock refused this one; the node answers
+    ({"failed": True, "msg": "This node is locked by deploy run X"}, PROBE_OK, False),
+    # the lock task could not reach the node (SSH): the probe was skipped
+    ({"unreachable": True, "msg": "Failed to connect to the host via ssh"}, PROBE_SKIPPED, True),
+    # the docker connection reports a stopped container as the lock task's failure
+    ({"failed": True, "module_stderr": "Error response from daemon: container abc is not running"}, PROBE_OK, True),
+    ({"failed": True, "module_stderr": "Error: No such container: topsrider-fleet-node1"}, PROBE_OK, True),
+    # lost later, mid-task: the probe in the rescue could not run there
+    (LOCK_OK, {"unreachable": True, "msg": "connection refused"}, True),
+    (LOCK_OK, {"failed": False, "msg": "docker exec: container abc is not running"}, True),
+    (LOCK_OK, {"rc": 137, "stdout": "", "stderr": ""}, True),
+    # no lock task result (the run failed before start.yml): the probe decides
+    (None, PROBE_OK, False),
+    (None, {"unreachable": True}, True),
+])
+def test_node_lost(lock, probe, lost):
+    from ansible_collections.gcu.topsrider.plugins.plugin_utils._truth import node_lost
+    assert node_lost(lock, probe) is lost
+
+
+# What ansible-core 2.19 gave the rescue when the state directory's file system
+# was full (molecule fleet, node_disk.yml): the snapshot's two-item copy loop.
+FULL_LOOP = {
+    "failed": True, "msg": "One or more items failed", "changed": False,
+    "results": [
+        {"failed": True, "changed": False, "item": {"dest": "/var/lib/topsrider/deploys/20261126T115604Z.json"},
+         "msg": "Task failed: Module failed: Failed to replace '/var/lib/topsrider/deploys/20261126T115604Z.json' with "
+                "b'/root/.ansible/tmp/ansible-tmp-1795694202.398513-32067-275185721750532/.source.json': [Errno 28] No "
+                "space left on device: b'/root/.ansible/tmp/ansible-tmp-1795694202.398513-32067-275185721750532/"
+                ".source.json' -> b'/var/lib/topsrider/deploys/.ansible_tmp2ixeb6q_20261126T115604Z.json'"},
+        {"failed": True, "changed": False, "item": {"dest": "/var/lib/topsrider/open-deploy.json"},
+         "msg": "Failed to replace '/var/lib/topsrider/open-deploy.json' with b'/x': [Errno 28] No space left on device"},
+    ],
+}
+
+
+@pytest.mark.parametrize("result, expected", [
+    (FULL_LOOP, "Snapshot | Write it: the file system of /var/lib/topsrider/deploys is full (No space left on device): "
+                "/var/lib/topsrider/deploys/20261126T115604Z.json was not written and is as it was; free space there and "
+                "run again"),
+    # a loop whose first item passed: the first failed one speaks
+    ({"failed": True, "msg": "One or more items failed",
+      "results": [{"changed": False, "msg": "ok"}, {"failed": True, "msg": "Module failed: dpkg said no"}]},
+     "Snapshot | Write it: dpkg said no"),
+    # a loop with no failed item recorded: its own message
+    ({"failed": True, "msg": "One or more items failed", "results": []}, "Snapshot | Write it: One or more items failed"),
+    # the message alone, as before
+    ("Task failed: Module failed: boom", "Snapshot | Write it: boom"),
+    ({}, "Snapshot | Write it: failed"),
+])
+def test_failure_text_of_a_whole_result(result, expected):
+    from ansible_collections.gcu.topsrider.plugins.plugin_utils._truth import failure_text
+    assert failure_text(result, "ansible.builtin.copy", "Snapshot | Write it") == expected
