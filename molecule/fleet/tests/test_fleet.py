@@ -8,6 +8,9 @@ EPH = os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]
 BROKEN = "topsrider-fleet-node4"
 # A training process holds /dev/gcu0 there through the upgrade and the rollback (no scheduler).
 BUSY = "topsrider-fleet-node3"
+# node_disk.yml: its bundle cache and state directory are small file systems of their own;
+# it ends upgraded to 2.5.140.
+DISK = "topsrider-fleet-node2"
 
 
 def state_files(name):
@@ -83,11 +86,12 @@ def test_rollback_returns_upgraded_nodes_exactly(host):
         assert capture("after-rollback", n) == capture("before-upgrade", n)
 
 
-def test_node_is_at_2_5_136_now(host):
+def test_node_is_at_its_last_release_now(host):
+    release = "2.5.140" if node(host) == DISK else "2.5.136"
     for pkg in ("tops-sdk", "topsfactor", "tops-eccl"):
-        assert host.package(pkg).version == "2.5.136-1"
+        assert host.package(pkg).version == release + "-1"
     fact = json.loads(host.file("/etc/ansible/facts.d/topsrider.fact").content_string)
-    assert fact["version"] == "2.5.136"
+    assert fact["version"] == release
 
 
 def test_junit_of_the_upgrade_and_the_rollback_validates(host):
@@ -247,3 +251,52 @@ def test_a_full_reports_directory_fails_the_run_naming_it_and_keeps_the_old_repo
     assert after == before
     assert again["status"] == "ok" and again["id"] != before["id"]
     assert rows_of(again)[POWER_LOST]["result"] == "ok"
+
+
+def test_a_full_bundle_cache_refuses_the_upgrade_before_anything_changes():
+    log = eph_text("disk-cache.log")
+    assert log.startswith("rc=2\n")
+    row = rows_of(eph_json("disk-cache-report.json"))[DISK]
+    assert row["result"] == "failed" and row["changed"] is False and row["version"] == "2.5.136", row
+    assert re.search(r"not enough disk for TopsRider 2\.5\.140 under /var/cache/topsrider \(the file system of "
+                     r"/var/cache/topsrider\): needed \d+ bytes .* free \d+ bytes .*Nothing was sent or changed\.",
+                     row["detail"]), row["detail"]
+    assert eph_text("capture-disk-cache-%s.txt" % DISK) == eph_text("capture-disk-before-%s.txt" % DISK)
+
+
+def test_a_full_state_directory_fails_the_upgrade_naming_it_with_nothing_changed_or_half_written():
+    """One page free: the node lock is taken, the deploy's snapshot is not written;
+    the run fails naming the full file system, the node is as it was, the lock is
+    given back, and no half-written or temporary file is left."""
+    log = eph_text("disk-lib.log")
+    assert log.startswith("rc=2\n")
+    row = rows_of(eph_json("disk-lib-report.json"))[DISK]
+    assert row["result"] == "failed" and row["changed"] is False and row["version"] == "2.5.136", row
+    assert re.search(r"the file system of /var/lib/topsrider(/deploys)? is full \(No space left on device\): "
+                     r"/var/lib/topsrider/\S+ was not written and is as it was", row["detail"]), row["detail"]
+    assert "One or more items failed" not in row["detail"] and "/root/.ansible/tmp" not in row["detail"]
+    assert eph_text("capture-disk-lib-%s.txt" % DISK) == eph_text("capture-disk-before-%s.txt" % DISK)
+    left = eph_text("disk-lib-files.txt").split()
+    assert "/var/lib/topsrider/run.lock" not in left and "/var/lib/topsrider/open-deploy.json" not in left, left
+    assert not [p for p in left if "tmp" in os.path.basename(p)], left
+
+
+def test_a_full_local_facts_file_system_fails_the_upgrade_after_its_install_and_is_restored():
+    """The facts are written last (after the install and the probe): the write fails, the
+    run restores what it changed and proves it, and the facts file is the old one, whole."""
+    log = eph_text("disk-facts.log")
+    assert log.startswith("rc=2\n")
+    row = rows_of(eph_json("disk-facts-report.json"))[DISK]
+    assert row["result"] == "failed" and row["version"] == "2.5.136" and "restored" in row["detail"], row
+    assert re.search(r"the file system of /etc/ansible/facts\.d is full \(No space left on device\): "
+                     r"/etc/ansible/facts\.d/topsrider\.fact was not written and is as it was", row["detail"]), row["detail"]
+    assert eph_text("capture-disk-facts-%s.txt" % DISK) == eph_text("capture-disk-before-%s.txt" % DISK)
+    assert json.loads(eph_text("disk-facts.fact"))["version"] == "2.5.136"
+
+
+def test_once_freed_a_plain_upgrade_succeeds_without_waiting_for_a_lock():
+    log = eph_text("disk-again.log")
+    assert log.startswith("rc=0\n")
+    row = rows_of(eph_json("disk-again-report.json"))[DISK]
+    assert row["result"] == "ok" and row["version"] == "2.5.140" and row["detail"] == "deployed 2.5.140", row
+    assert not re.search(r"waiting|locked by|took over|interrupted", log), log[-4000:]
