@@ -50,10 +50,22 @@ def files(drawer):
 MODULES = [os.path.join(PLUGINS, "modules", name + ".py") for name in files("modules")]
 
 
+# Node-side helpers written ahead of the module that will send them, each with
+# the step that wires it in; the test below fails once one is reached, so the
+# entry cannot outlive its reason.
+NOT_YET_SENT = {
+    # issue 32: deb_bundle checks the manifest's signature and the revocation
+    # list on the node; the verifier and its tests came first.
+    "_signature": "issue 32, deb_bundle's signature check",
+}
+
+
 def test_every_module_util_is_sent_by_a_module():
     node = reached(MODULES)
-    assert [n for n in files("module_utils") if ("module_utils", n) not in node] == [], \
+    assert [n for n in files("module_utils") if ("module_utils", n) not in node and n not in NOT_YET_SENT] == [], \
         "controller-only code belongs in plugins/plugin_utils"
+    assert [n for n in NOT_YET_SENT if ("module_utils", n) in node or n not in files("module_utils")] == [], \
+        "NOT_YET_SENT lists a helper a module sends now (or one that is gone): remove its entry"
 
 
 def test_no_module_reaches_plugin_utils():
