@@ -213,8 +213,10 @@ def verify(path, keyring, sig_path=None, gpgv="gpgv"):
     # An absolute keyring: gpgv looks for a name without a slash in its home directory.
     argv = [gpgv, "--status-fd", "1", "--keyring", os.path.abspath(keyring), sig_path, path]
     try:
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                              env=dict(os.environ, LC_ALL="C", LANG="C"), check=False)
+        # Also run by scripts/topsrider-manifest, where there is no AnsibleModule.run_command.
+        proc = subprocess.run(  # pylint: disable=ansible-bad-function
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+            env=dict(os.environ, LC_ALL="C", LANG="C"), check=False)
     except OSError as e:
         return _result(False, "no_gpgv", "%s: cannot run %s (%s); gpgv is Debian's and Ubuntu's package gpgv, "
                        "which apt depends on" % (path, gpgv, e.strerror or e))

@@ -105,7 +105,7 @@ def test_an_expired_key(tmp_path, signed, keys):
 
 
 def test_a_revoked_key(tmp_path, signed):
-    path, _ = signed
+    path = signed[0]
     key = gpg_keys.Key(str(tmp_path / "lost"), "Lost Ops <lost@example.org>")
     try:
         key.sign(path)
@@ -119,7 +119,7 @@ def test_a_revoked_key(tmp_path, signed):
 
 
 def test_an_expired_signature(tmp_path, signed, keys):
-    path, _ = signed
+    path = signed[0]
     keys["past"].sign(path, faked_time=gpg_keys.PAST_LATER, sig_expire="1d")
     ring = keys["past"].export(str(tmp_path / "past.gpg"))
     refused(sig.verify(path, ring), "expired_signature", path, keys["past"].key_id, "signature", "has expired")

@@ -75,7 +75,8 @@ def test_guarded_lets_other_errors_through(arg, errors):
               "topsrider_report_junit",
               "topsrider_report_markdown", "topsrider_report_slurm", "topsrider_report_summary",
               "topsrider_report_text"]),
-    (truth, ["topsrider_failure", "topsrider_node_lost", "topsrider_restore_actual", "topsrider_restore_expected", "topsrider_run_id", "topsrider_snapshot_needs",
+    (truth, ["topsrider_failure", "topsrider_node_lost", "topsrider_restore_actual", "topsrider_restore_expected",
+             "topsrider_run_id", "topsrider_snapshot_needs",
              "topsrider_state_differences", "topsrider_value_problems"]),
     (vendor, ["topsrider_job_files", "topsrider_vendor"]),
 ])
