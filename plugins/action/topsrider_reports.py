@@ -51,12 +51,21 @@ def write_reports(files):
         raise ValueError("; ".join(problems))
     for path, text in files:
         path = os.path.abspath(path)
+        directory = os.path.dirname(path)
+        made = not os.path.isdir(directory)
         try:
             # Hosts write their lines at once: another may make the run's
             # directory between a look and a mkdir, so an existing one is fine.
-            os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
+            os.makedirs(directory, 0o755, exist_ok=True)
             write_atomic(path, text if text.endswith("\n") else text + "\n", 0o644, prefix=".report-")
         except (IOError, OSError) as e:
+            if made and getattr(e, "errno", None) in (errno.ENOSPC, errno.EDQUOT):
+                # A full file system: the directory this call made holds nothing (every host's write
+                # fails there too), so it goes rather than stay behind, empty.
+                try:
+                    os.rmdir(directory)
+                except OSError:
+                    pass
             raise ReportWriteError(path, e)
     return [pair[0] for pair in files]
 

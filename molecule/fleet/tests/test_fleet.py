@@ -218,7 +218,8 @@ def test_a_node_lost_mid_install_is_named_unreachable_in_the_written_and_printed
     report = eph_json("power-lost-report.json")
     rows = rows_of(report)
     assert sorted(rows) == [POWER_LOST, "topsrider-fleet-node2"]
-    assert rows[POWER_LOST]["result"] == "unreachable", rows
+    # What a node that stopped answering mid-install holds is unknown: no version, not the one before.
+    assert rows[POWER_LOST]["result"] == "unreachable" and rows[POWER_LOST]["version"] is None, rows
     assert rows[POWER_LOST]["detail"].startswith("unreachable: the node stopped answering during 'Install the bundle"), rows
     assert rows["topsrider-fleet-node2"]["result"] == "not started", rows
     assert report["unreachable_hosts"] == [POWER_LOST] and report["status"] == "failed"
@@ -248,6 +249,9 @@ def test_a_full_reports_directory_fails_the_run_naming_it_and_keeps_the_old_repo
     assert re.search(r"topsrider_reports: the file system of %s/deploy-[^ ]+\.d is full \(No space left on device\)"
                      % re.escape(directory), log), log
     before, after, again = (eph_json("full-%s.json" % n) for n in ("before", "after", "again"))
+    # The failed run's own directory (deploy-<id>.d) is not left behind, empty: only the first run's is there.
+    left = eph_text("full-listing.txt").split()
+    assert [n for n in left if n.endswith(".d")] == ["deploy-%s.d" % before["id"]], left
     assert after == before
     assert again["status"] == "ok" and again["id"] != before["id"]
     assert rows_of(again)[POWER_LOST]["result"] == "ok"

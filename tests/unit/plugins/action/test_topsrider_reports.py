@@ -119,3 +119,24 @@ def test_a_full_file_system_is_named_and_the_old_report_stays(tmp_path, monkeypa
     assert str(e.value) == ("the file system of %s is full (No space left on device): %s was not written and is as it was; "
                             "free space there and run again" % (tmp_path, old))
     assert old.read_text() == u"old\n" and sorted(os.listdir(str(tmp_path))) == ["deploy-latest.json"]
+
+
+def test_a_full_file_system_leaves_no_empty_directory_behind(tmp_path, monkeypatch):
+    """The run's deploy-<id>.d made by this write is removed again when the disk is full."""
+    import errno
+    from ansible_collections.gcu.topsrider.plugins.module_utils import _atomic
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(_atomic.os, "fsync", full)
+    target = tmp_path / "deploy-20261126T120000Z.d" / "t20-node-1.json"
+    with pytest.raises(topsrider_reports.ReportWriteError):
+        topsrider_reports.write_reports([[str(target), "{}\n"]])
+    assert os.listdir(str(tmp_path)) == []
+    # A directory that was there before stays, with what it held.
+    kept = tmp_path / "deploy-20261126T120001Z.d"
+    kept.mkdir()
+    (kept / "t20-node-2.json").write_text(u"{}\n")
+    with pytest.raises(topsrider_reports.ReportWriteError):
+        topsrider_reports.write_reports([[str(kept / "t20-node-1.json"), "{}\n"]])
+    assert sorted(os.listdir(str(kept))) == ["t20-node-2.json"]
