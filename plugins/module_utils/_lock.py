@@ -118,15 +118,20 @@ def try_create(path, holder):
             os.fsync(fd)
         finally:
             os.close(fd)
-        try:
-            os.link(tmp, path)
-        except (IOError, OSError) as e:
-            if e.errno == errno.EEXIST:
-                return False
-            raise
-        return True
+        return _link(tmp, path)
     finally:
         os.unlink(tmp)
+
+
+def _link(src, dst):
+    """Hard-link src to dst, which appears whole or not at all; False when dst exists (held)."""
+    try:
+        os.link(src, dst)
+    except (IOError, OSError) as e:
+        if e.errno == errno.EEXIST:
+            return False
+        raise
+    return True
 
 
 def same_run(a, b):
@@ -217,11 +222,8 @@ def _take_away(path, expected, me):
     if moved == expected or (isinstance(moved, dict) and same_run(moved, expected)):
         os.unlink(private)
         return True
-    try:
-        os.link(private, path)
-    except (IOError, OSError) as e:
-        if e.errno != errno.EEXIST:
-            raise
+    # Put back, unless a new holder came meanwhile.
+    _link(private, path)
     os.unlink(private)
     return False
 

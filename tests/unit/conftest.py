@@ -5,6 +5,8 @@ import sys
 
 import pytest
 
+import gpg_keys
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 COLLECTIONS = os.path.join(TOP, ".cache", "collections")
@@ -91,3 +93,13 @@ def collection_tarball(tmp_path_factory):
     assert proc.returncode == 0, proc.stdout
     (tarball,) = list((tmp / "dist").iterdir())
     return tarball
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory):
+    """Real OpenPGP keys for a test module (tests/unit/gpg_keys.py: the operators', others,
+    an expired one), made in a temporary GNUPGHOME and closed after the module."""
+    made = gpg_keys.make_keys(str(tmp_path_factory.mktemp("gpg")))
+    yield made
+    for key in made.values():
+        key.close()

@@ -25,14 +25,6 @@ def tool(*args, key=None):
                           universal_newlines=True, env=env, check=False)
 
 
-@pytest.fixture(scope="module")
-def keys(tmp_path_factory):
-    made = gpg_keys.make_keys(str(tmp_path_factory.mktemp("gpg")))
-    yield made
-    for key in made.values():
-        key.close()
-
-
 def bundle(base, version):
     d = base / version
     d.mkdir()

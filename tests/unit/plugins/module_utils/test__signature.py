@@ -16,14 +16,6 @@ MANIFEST = {"format": 1, "product": "TopsRider", "version": "2.5.140",
             "files": [{"file": "tops-sdk_2.5.140-1_amd64.deb", "sha256": "a" * 64, "size": 4}]}
 
 
-@pytest.fixture(scope="module")
-def keys(tmp_path_factory):
-    made = gpg_keys.make_keys(str(tmp_path_factory.mktemp("gpg")))
-    yield made
-    for key in made.values():
-        key.close()
-
-
 @pytest.fixture
 def signed(tmp_path, keys):
     """A manifest signed by the ops key, and a keyring holding the ops key only."""
