@@ -152,10 +152,10 @@ molecule-default-2.21: venv-2.21 collection-link
 # tests/unit/test_test_pools.py checks that every scenario is in a pool.
 SLOW_SCENARIOS := slurm rollback_truth staging fabric drift dist_launch
 FAST_POOL := make:readme-test make:sanity-2.21 make:units-2.21 fleet make:installed-test make:sanity eccl_probe \
-             bullseye default make:molecule-default-2.21 make:units nvidia_node gcu_devices bad_input deb_bundle \
+             bullseye signing default make:molecule-default-2.21 make:units nvidia_node gcu_devices bad_input deb_bundle \
              make:perf-check make:lint
 FULL_POOL := slurm rollback_truth fabric make:readme-test make:sanity-2.21 make:units-2.21 staging fleet \
-             make:installed-test drift dist_launch make:sanity eccl_probe bullseye default make:molecule-default-2.21 \
+             make:installed-test drift dist_launch make:sanity eccl_probe bullseye signing default make:molecule-default-2.21 \
              make:units nvidia_node gcu_devices bad_input deb_bundle make:perf-check make:lint
 
 # make molecule: the scenarios of make test's pool alone.

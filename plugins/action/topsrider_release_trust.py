@@ -22,7 +22,8 @@ from ansible_collections.gcu.topsrider.plugins.module_utils import _signature
 # kept across runs and across report directories.
 DEFAULT_SEEN = "~/.cache/topsrider/revocations-seen.json"
 
-ARGUMENT_SPEC = {"manifest": {"type": "path", "required": True},
+ARGUMENT_SPEC = {"manifest": {"type": "path"},
+                 "refuse_revoked": {"type": "bool", "default": True},
                  "keyring": {"type": "str", "default": ""},
                  "revocations": {"type": "str", "default": ""},
                  "require": {"type": "bool"},
@@ -59,23 +60,42 @@ class ActionModule(ActionBase):
         # problem: None when the release is accepted, the refusal's sentence otherwise (a caller that
         # registers the result with failed_when false reads it).
         result.update(changed=False, problem=None, signed=False, key_id=None, fingerprint=None, revocations_serial=None,
-                      keyring=keyring or None, revocations=revocations or None)
+                      keyring=keyring or None, revocations=revocations or None, revoked=None, revoked_releases=[])
         if not keyring:
             result["msg"] = "no topsrider_keyring: the release's signature is not checked (docs/signing.md)"
             return result
+        if not args["manifest"]:
+            # The list alone (rollback.yml: its target is checked against it on each node).
+            if not revocations:
+                return self._refuse(result, "no manifest and no revocation list to check", "settings")
+            listed = _signature.check_revocations(revocations, keyring, _path(args["seen"]),
+                                                  record=not self._task.check_mode)
+            if not listed["ok"]:
+                result.update(key_id=listed["key_id"], fingerprint=listed["fingerprint"])
+                return self._refuse(result, listed["problem"], listed["code"])
+            result.update(changed=listed["recorded"], key_id=listed["key_id"], fingerprint=listed["fingerprint"],
+                          revocations_serial=listed["list"]["serial"], revoked_releases=listed["list"]["revoked"],
+                          msg="%s: revocation list serial %d signed by key %s" % (
+                              revocations, listed["list"]["serial"], listed["key_id"]))
+            return result
         checked = _signature.check_release(args["manifest"], keyring, revocations or None, _path(args["seen"]),
-                                           record=not self._task.check_mode)
+                                           record=not self._task.check_mode, refuse_revoked=args["refuse_revoked"])
         if not checked["ok"]:
             result.update(key_id=checked["key_id"], fingerprint=checked["fingerprint"], revoked=checked["revoked"],
                           revocations_serial=checked["revocations_serial"])
             return self._refuse(result, checked["problem"], checked["code"])
+        listed = checked["revocations_list"] or {}
         # A newer revocation list recorded is the controller's own state, reported as the change it is
         # (predicted in check mode, which writes nothing); the same list again changes nothing.
         result.update(changed=checked["recorded"], signed=True, key_id=checked["key_id"],
                       fingerprint=checked["fingerprint"], version=checked["version"],
                       manifest_sha256=checked["manifest_sha256"], revocations_serial=checked["revocations_serial"],
+                      revoked=checked["revoked"], revoked_releases=listed.get("revoked", []),
                       msg="%s: release %s signed by key %s%s" % (
                           args["manifest"], checked["version"], checked["key_id"],
                           ", not revoked (%s, serial %d)" % (revocations, checked["revocations_serial"])
+                          if revocations and not checked["revoked"] else
+                          ", REVOKED (%s, serial %d): %s" % (revocations, checked["revocations_serial"],
+                                                             checked["revoked"]["reason"])
                           if revocations else ", no revocation list"))
         return result

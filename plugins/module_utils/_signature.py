@@ -377,29 +377,73 @@ def write_seen(path, record):
 def _release(ok, code, problem, version, digest, sig=None, listed=None):
     out = dict(sig or _result(ok, code, problem))
     out.update(ok=ok, code=code, problem=problem, version=version, manifest_sha256=digest,
-               revocations_serial=listed["serial"] if listed else None, recorded=False, revoked=None)
+               revocations_serial=listed["serial"] if listed else None, recorded=False, revoked=None,
+               revocations_list=listed)
     return out
 
 
-def check_release(manifest_path, keyring, revocations=None, seen=None, record=True, gpgv="gpgv"):
+def check_revocations(revocations, keyring, seen=None, record=True, gpgv="gpgv"):
+    """The revocation list alone (what rollback and drift need without a
+    release to install): its signature against `keyring`, its format, its
+    serial against the record in `seen` (recorded there when it passes; not
+    with `record` false). Returns verify()'s dict (the list's signer) plus
+    "list" (the parsed list, None on a refusal) and "recorded"."""
+    listed_sig = verify(revocations, keyring, gpgv=gpgv)
+    out = dict(listed_sig, list=None, recorded=False)
+    if not listed_sig["ok"]:
+        return out
+    try:
+        with open(revocations, "rb") as f:
+            raw = f.read()
+        doc = parse_revocations(raw, name=revocations)
+        before = read_seen(seen)
+        kept = check_serial(doc, raw, before, name=revocations)
+    except (IOError, OSError) as e:
+        return dict(out, ok=False, code="revocations", problem="%s: cannot read it (%s)" % (revocations, e.strerror or e))
+    except RevocationError as e:
+        return dict(out, ok=False, code="revocations", problem="%s (list signed by key %s)" % (e, listed_sig["key_id"]))
+    recorded = bool(seen) and kept != before
+    if recorded and record:
+        try:
+            write_seen(seen, kept)
+        except (IOError, OSError) as e:
+            return dict(out, ok=False, code="revocations", problem="%s: cannot record the revocation list's serial %d "
+                        "there (%s)" % (seen, kept["serial"], e.strerror or e))
+    return dict(out, list=doc, recorded=recorded)
+
+
+def revoked_problem(revocations_list, name, version, manifest_sha256, key_id=None):
+    """(the list's entry, one sentence) when the list revokes this release, else (None, None)."""
+    entry = is_revoked(revocations_list, version, manifest_sha256)
+    if not entry:
+        return None, None
+    return entry, ("release %s (manifest sha256 %s) is revoked by %s (serial %d): %s%s"
+                   % (version, manifest_sha256, name, revocations_list["serial"], entry["reason"],
+                      " (the list is signed by key %s)" % key_id if key_id else ""))
+
+
+def check_release(manifest_path, keyring, revocations=None, seen=None, record=True, gpgv="gpgv",
+                  refuse_revoked=True):
     """The whole check of a release before anything is installed: the
     signature of `manifest_path` (manifest.json, its .sig beside it) against
     `keyring`; then, with `revocations` (the list's path, its .sig beside
-    it): the list's signature (same keyring), its format, its serial against
-    the record in `seen` (a path; none: no replay check), and whether it
-    revokes this release. In that order; the first refusal stops.
+    it): check_revocations (the list's signature, format and serial against
+    `seen`), and whether it revokes this release. In that order; the first
+    refusal stops.
 
     The list is recorded in `seen` (write_seen) as soon as its signature and
     serial pass, even when it then refuses the release: an older list that
     does not revoke it must never be taken back. `record` false (check mode)
-    writes nothing and says whether it would have.
+    writes nothing and says whether it would have. `refuse_revoked` false
+    (drift: it reports, it does not refuse) returns a revoked release as ok
+    with its entry in "revoked".
 
     Returns verify()'s dict plus version, manifest_sha256 (of the manifest's
-    bytes), revocations_serial, recorded (the record was, or would be,
-    written), revoked (the list's entry when it revokes the release); code
-    "revoked", "revocations" (the list unusable or older than the one seen)
-    or verify()'s codes, problem one sentence naming the file, the key id and
-    what is wrong."""
+    bytes), revocations_serial, revocations_list (the parsed list), recorded
+    (the record was, or would be, written), revoked (the list's entry when it
+    revokes the release); code "revoked", "revocations" (the list unusable or
+    older than the one seen) or verify()'s codes, problem one sentence naming
+    the file, the key id and what is wrong."""
     try:
         with open(manifest_path, "rb") as f:
             raw_manifest = f.read()
@@ -414,34 +458,14 @@ def check_release(manifest_path, keyring, revocations=None, seen=None, record=Tr
         return _release(False, sig["code"], sig["problem"], version, digest, sig)
     if not revocations:
         return _release(True, None, None, version, digest, sig)
-    listed_sig = verify(revocations, keyring, gpgv=gpgv)
-    if not listed_sig["ok"]:
-        return _release(False, listed_sig["code"], listed_sig["problem"], version, digest, listed_sig)
-    try:
-        with open(revocations, "rb") as f:
-            raw = f.read()
-        doc = parse_revocations(raw, name=revocations)
-        before = read_seen(seen)
-        kept = check_serial(doc, raw, before, name=revocations)
-    except (IOError, OSError) as e:
-        return _release(False, "revocations", "%s: cannot read it (%s)" % (revocations, e.strerror or e),
-                        version, digest, listed_sig)
-    except RevocationError as e:
-        return _release(False, "revocations", "%s (list signed by key %s)" % (e, listed_sig["key_id"]),
-                        version, digest, listed_sig)
-    recorded = bool(seen) and kept != before
-    if recorded and record:
-        try:
-            write_seen(seen, kept)
-        except (IOError, OSError) as e:
-            return _release(False, "revocations", "%s: cannot record the revocation list's serial %d there (%s)"
-                            % (seen, kept["serial"], e.strerror or e), version, digest, listed_sig, doc)
-    entry = is_revoked(doc, version, digest)
-    if entry:
-        out = _release(False, "revoked", "release %s (manifest sha256 %s) is revoked by %s (serial %d): %s (the list is signed by key %s)"
-                       % (version, digest, revocations, doc["serial"], entry["reason"], listed_sig["key_id"]),
-                       version, digest, sig, doc)
+    listed = check_revocations(revocations, keyring, seen, record, gpgv)
+    if not listed["ok"]:
+        return _release(False, listed["code"], listed["problem"], version, digest, listed)
+    doc = listed["list"]
+    entry, problem = revoked_problem(doc, revocations, version, digest, listed["key_id"])
+    if entry and refuse_revoked:
+        out = _release(False, "revoked", problem, version, digest, sig, doc)
     else:
         out = _release(True, None, None, version, digest, sig, doc)
-    out.update(recorded=recorded, revoked=entry)
+    out.update(recorded=listed["recorded"], revoked=entry)
     return out

@@ -25,9 +25,17 @@ author:
   - gcu.topsrider contributors (@gcu-topsrider)
 options:
   manifest:
-    description: The release's C(manifest.json) on the controller; its signature is C(manifest.json.sig) beside it.
+    description:
+      - The release's C(manifest.json) on the controller; its signature is C(manifest.json.sig) beside it.
+      - Omitted, only the revocation list is checked (its signature, format and serial), for a run that installs
+        no release (C(rollback.yml)); O(revocations) is then required.
     type: path
-    required: true
+  refuse_revoked:
+    description:
+      - Refuse a release the list revokes. V(false) (C(drift.yml), which reports and never refuses) returns it in
+        RV(revoked) instead.
+    type: bool
+    default: true
   keyring:
     description:
       - The binary keyring of the trusted public keys (C(gpg --export), not C(--armor)) on the controller.
@@ -108,9 +116,14 @@ code:
   returned: failure
   type: str
 revoked:
-  description: On a revoked release, the list's entry (version, manifest_sha256, reason).
-  returned: failure
+  description: When the list revokes the release, its entry (version, manifest_sha256, reason), else null.
+  returned: always
   type: dict
+revoked_releases:
+  description: The list's revoked entries (empty without a list), for the checks of what the nodes run.
+  returned: success
+  type: list
+  elements: dict
 changed:
   description: True when a newer revocation list was recorded in O(seen) (would be, in check mode).
   returned: always

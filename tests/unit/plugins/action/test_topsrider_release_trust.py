@@ -107,3 +107,22 @@ def test_each_refusal_names_the_file_the_key_and_what_is_wrong(tmp_path, release
     assert old in said["older list"] and "serial 4 is older than serial 5" in said["older list"]
     assert "topsrider_keyring is not set" in said["require without keyring"]
     assert "topsrider_keyring is not" in said["list without keyring"]
+
+
+def test_drift_and_rollback_read_the_list_without_refusing(tmp_path, release, keys):
+    """refuse_revoked=false (drift) returns a revoked release with its entry; no manifest (rollback) checks the list alone."""
+    manifest, ring = release
+    seen = str(tmp_path / "seen.json")
+    rev = signed_list(str(tmp_path / "revocations.json"), keys["ops"], 2,
+                      [{"version": "2.5.140", "reason": "ECCL all-reduce hangs (advisory 7)"}])
+    tasks = [
+        dict(trust(manifest=manifest, keyring=ring, revocations=rev, seen=seen, refuse_revoked=False), register="drift"),
+        dict(trust(keyring=ring, revocations=rev, seen=seen), register="rollback"),
+        {"ansible.builtin.assert": {"that": [
+            "drift.revoked.reason == 'ECCL all-reduce hangs (advisory 7)'", "drift.msg is search('REVOKED')",
+            "drift.revoked_releases | length == 1", "drift.problem is none",
+            "rollback.revoked_releases[0].version == '2.5.140'", "rollback.revocations_serial == 2",
+            "not rollback.changed"]}},
+    ]
+    rc, out = run_play(tmp_path, tasks)
+    assert rc == 0, out
