@@ -11,7 +11,11 @@ import os
 import pytest
 
 import gpg_keys
-from test_deb_bundle import PKGS, V136, env, run  # noqa: F401 (env: the fixture)
+import test_deb_bundle
+from test_deb_bundle import PKGS, V136, run
+
+# test_deb_bundle's fixture (a fake dpkg, the two sample bundles), shared.
+env = test_deb_bundle.env
 
 SEEN = "revocations-seen.json"
 
