@@ -150,12 +150,14 @@ molecule-default-2.21: venv-2.21 collection-link
 # ansible-core 2.21 (make:units-2.21, make:sanity-2.21,
 # make:molecule-default-2.21; the first two early: they are long).
 # tests/unit/test_test_pools.py checks that every scenario is in a pool.
+# signing (issue 32: tampering refused, revocation, drift and rollback; two
+# nodes): 230 s alone on the 2-core machine, 2026-11-26, so before eccl_probe.
 SLOW_SCENARIOS := slurm rollback_truth staging fabric drift dist_launch
-FAST_POOL := make:readme-test make:sanity-2.21 make:units-2.21 fleet make:installed-test make:sanity eccl_probe \
+FAST_POOL := make:readme-test make:sanity-2.21 make:units-2.21 fleet make:installed-test make:sanity signing eccl_probe \
              bullseye default make:molecule-default-2.21 make:units nvidia_node gcu_devices bad_input deb_bundle \
              make:perf-check make:lint
 FULL_POOL := slurm rollback_truth fabric make:readme-test make:sanity-2.21 make:units-2.21 staging fleet \
-             make:installed-test drift dist_launch make:sanity eccl_probe bullseye default make:molecule-default-2.21 \
+             make:installed-test drift dist_launch make:sanity signing eccl_probe bullseye default make:molecule-default-2.21 \
              make:units nvidia_node gcu_devices bad_input deb_bundle make:perf-check make:lint
 
 # make molecule: the scenarios of make test's pool alone.

@@ -14,7 +14,7 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._compare import (
     DriftError, deploy_pending_reasons, node_findings, probe_findings, sorted_findings,
 )
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._drift import (
-    build_report, to_junit, to_markdown, to_prometheus,
+    build_report, revoked_findings, to_junit, to_markdown, to_prometheus,
 )
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._report_formats import ReportError, safe_run_id
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
@@ -52,4 +52,5 @@ class FilterModule(object):
             "topsrider_drift_prometheus": to_prometheus,
             "topsrider_deploy_pending": _deploy_pending,
             "topsrider_probe_findings": _with_probe,
+            "topsrider_revoked_findings": revoked_findings,
         }, (DriftError, ReportError))

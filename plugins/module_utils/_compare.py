@@ -45,9 +45,11 @@ import os
 from ansible_collections.gcu.topsrider.plugins.module_utils._torch_rule import torch_matches
 from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import vendor_spec
 
-CATEGORIES = ("package", "integrity", "env", "wheel", "library", "device", "health", "unreachable")
+# revoked: the release the node runs is on the operators' signed revocation
+# list (docs/signing.md); drift.yml adds it on the controller, where the list is checked.
+CATEGORIES = ("package", "integrity", "env", "wheel", "library", "device", "health", "revoked", "unreachable")
 # The checks every reachable node gets (one JUnit test case each).
-CHECKS = ("package", "integrity", "env", "wheel", "library", "device", "health")
+CHECKS = ("package", "integrity", "env", "wheel", "library", "device", "health", "revoked")
 # How many files of one package the integrity check names (the rest are counted in one more finding).
 MAX_NAMED_FILES = 20
 # What a deploy's desired state adds to the drift check's.

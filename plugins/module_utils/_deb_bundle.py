@@ -28,6 +28,10 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._manifest import (
     ManifestError, describe_problems, entries, load as load_manifest, sha256_file,
     validate as validate_manifest, verify as verify_files)
 from ansible_collections.gcu.topsrider.plugins.module_utils._node import C_LOCALE
+from ansible_collections.gcu.topsrider.plugins.module_utils._signature import check_release
+
+# The node's record of the newest revocation list it accepted, in journal_dir.
+REVOCATIONS_SEEN = "revocations-seen.json"
 
 
 def _utcnow():
@@ -156,13 +160,9 @@ class DebBundle(object):
             self.names = sorted(p["packages"])
         return [], snap
 
-    def load_manifest(self):
+    def manifest_path(self):
+        """The manifest file this run reads (None without path and manifest)."""
         p = self.p
-        if p["manifest_content"] is not None:
-            try:
-                return validate_manifest(p["manifest_content"])
-            except ManifestError as e:
-                self.fail("manifest_content: %s" % e)
         path = p["manifest"]
         if path is None and p["path"] is None:
             return None
@@ -172,6 +172,39 @@ class DebBundle(object):
             if p["path"] is None:
                 self.fail("manifest %s is relative: give path too" % path)
             path = os.path.join(p["path"], path)
+        return path
+
+    def check_signature(self):
+        """docs/signing.md, the node's own check: with a keyring, the manifest
+        this node holds must be signed by a key of it and not revoked by the
+        revocation list sent with it (no older than the newest this node has
+        seen, recorded in journal_dir); before anything else is read or changed."""
+        p = self.p
+        if not p["keyring"]:
+            return
+        if p["manifest_content"] is not None:
+            self.fail("keyring needs the signed manifest file (path or manifest), not manifest_content; nothing was changed")
+        seen = p["revocations_seen"] or os.path.join(p["journal_dir"], REVOCATIONS_SEEN)
+        checked = check_release(self.manifest_path(), p["keyring"], p["revocations"], seen,
+                                record=not self.module.check_mode)
+        found = dict((k, checked[k]) for k in ("key_id", "fingerprint", "revocations_serial", "recorded", "revoked"))
+        if not checked["ok"]:
+            self.fail("refused, nothing was changed: %s" % checked["problem"], signature=dict(found, code=checked["code"]))
+        self.result["signature"] = found
+        if checked["recorded"]:
+            # This node's record of the newest revocation list (predicted in check mode).
+            self.result["changed"] = True
+
+    def load_manifest(self):
+        p = self.p
+        if p["manifest_content"] is not None:
+            try:
+                return validate_manifest(p["manifest_content"])
+            except ManifestError as e:
+                self.fail("manifest_content: %s" % e)
+        path = self.manifest_path()
+        if path is None:
+            return None
         try:
             return load_manifest(path)
         except ManifestError as e:
@@ -193,6 +226,7 @@ class DebBundle(object):
         p = self.p
         if p["path"] is None:
             self.fail("state=present needs path")
+        self.check_signature()
         manifest = self.load_manifest()
         problems = verify_files(p["path"], manifest)
         if problems:
@@ -582,6 +616,11 @@ def check_params(module):
     if not 0 <= module.params["lock_timeout"] <= 3600:
         module.fail_json(msg="lock_timeout must be between 0 and 3600 seconds, got %d"
                          % module.params["lock_timeout"])
+    if module.params["revocations"] and not module.params["keyring"]:
+        module.fail_json(msg="revocations needs keyring: a revocation list is trusted only with the keyring that checks "
+                             "its signature; nothing was changed")
+    if module.params["keyring"] and module.params["state"] != "present":
+        module.fail_json(msg="keyring is for state=present (the release about to be installed); nothing was changed")
     if module.params["snapshot"] is not None:
         try:
             snapshot_path("/", module.params["snapshot"])

@@ -33,7 +33,11 @@ again with the new key before the old one is revoked.
 
 Pure helpers (parse_status, judge, the revocation list's rules) import
 nothing but the standard library and the collection's value rules; verify()
-runs gpgv. Runs on the node: Python 3.6+.
+runs gpgv; check_release() is the whole check of a release (its manifest's
+signature, the revocation list's signature and serial, whether it revokes the
+release) that the controller (the action gcu.topsrider.topsrider_release_trust),
+the node (deb_bundle) and scripts/topsrider-manifest verify all run.
+Runs on the node: Python 3.6+.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -44,6 +48,7 @@ import json
 import os
 import subprocess
 
+from ansible_collections.gcu.topsrider.plugins.module_utils._atomic import write_atomic
 from ansible_collections.gcu.topsrider.plugins.module_utils._manifest import SHA256_RE
 from ansible_collections.gcu.topsrider.plugins.module_utils._values import value_problem
 
@@ -326,3 +331,141 @@ def check_serial(revocations, raw, seen, name=REVOCATIONS_NAME):
             raise RevocationError("%s: serial %d was already seen with other content; a changed list needs a "
                                   "higher serial" % (name, record["serial"]))
     return record
+
+
+def settings_problem(keyring, require):
+    """None when a run's signature settings agree, else the sentence. A
+    keyring configured means every release is signed: unsigned is refused,
+    so require=False beside a keyring is a contradiction, not a way to let
+    unsigned bundles through; require=True without a keyring cannot be met."""
+    if require and not keyring:
+        return ("topsrider_require_signature is true but topsrider_keyring is not set: set it to the binary keyring "
+                "of the operators' release keys (docs/signing.md), or leave topsrider_require_signature unset")
+    if keyring and require is False:
+        return ("topsrider_keyring %s is set and topsrider_require_signature is false: with a keyring every release "
+                "must be signed; unset topsrider_require_signature (or topsrider_keyring to deploy unsigned bundles)"
+                % keyring)
+    return None
+
+
+def read_seen(path):
+    """The newest revocation list accepted here ({serial, sha256}, what
+    check_serial returned), or None when none was (no file)."""
+    if not path or not os.path.exists(path):
+        return None
+    try:
+        with open(path) as f:
+            seen = json.load(f)
+    except (IOError, OSError, ValueError) as e:
+        raise RevocationError("%s: cannot read the record of the newest revocation list seen (%s); it is "
+                              "{\"serial\": N, \"sha256\": H}" % (path, getattr(e, "strerror", None) or e))
+    if (not isinstance(seen, dict) or not isinstance(seen.get("serial"), int) or isinstance(seen.get("serial"), bool)
+            or not isinstance(seen.get("sha256"), str)):
+        raise RevocationError("%s is not a {serial, sha256} record of the newest revocation list seen" % path)
+    return seen
+
+
+def write_seen(path, record):
+    """Keep `record` (check_serial's) in `path`, atomically (a crash leaves
+    the old record or the new one), its directory made (0755) when missing."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o755)
+    write_atomic(path, json.dumps(record, sort_keys=True) + "\n", 0o644, prefix=".seen-")
+
+
+def _release(ok, code, problem, version, digest, sig=None, listed=None):
+    out = dict(sig or _result(ok, code, problem))
+    out.update(ok=ok, code=code, problem=problem, version=version, manifest_sha256=digest,
+               revocations_serial=listed["serial"] if listed else None, recorded=False, revoked=None,
+               revocations_list=listed)
+    return out
+
+
+def check_revocations(revocations, keyring, seen=None, record=True, gpgv="gpgv"):
+    """The revocation list alone (what rollback and drift need without a
+    release to install): its signature against `keyring`, its format, its
+    serial against the record in `seen` (recorded there when it passes; not
+    with `record` false). Returns verify()'s dict (the list's signer) plus
+    "list" (the parsed list, None on a refusal) and "recorded"."""
+    listed_sig = verify(revocations, keyring, gpgv=gpgv)
+    out = dict(listed_sig, list=None, recorded=False)
+    if not listed_sig["ok"]:
+        return out
+    try:
+        with open(revocations, "rb") as f:
+            raw = f.read()
+        doc = parse_revocations(raw, name=revocations)
+        before = read_seen(seen)
+        kept = check_serial(doc, raw, before, name=revocations)
+    except (IOError, OSError) as e:
+        return dict(out, ok=False, code="revocations", problem="%s: cannot read it (%s)" % (revocations, e.strerror or e))
+    except RevocationError as e:
+        return dict(out, ok=False, code="revocations", problem="%s (list signed by key %s)" % (e, listed_sig["key_id"]))
+    recorded = bool(seen) and kept != before
+    if recorded and record:
+        try:
+            write_seen(seen, kept)
+        except (IOError, OSError) as e:
+            return dict(out, ok=False, code="revocations", problem="%s: cannot record the revocation list's serial %d "
+                        "there (%s)" % (seen, kept["serial"], e.strerror or e))
+    return dict(out, list=doc, recorded=recorded)
+
+
+def revoked_problem(revocations_list, name, version, manifest_sha256, key_id=None):
+    """(the list's entry, one sentence) when the list revokes this release, else (None, None)."""
+    entry = is_revoked(revocations_list, version, manifest_sha256)
+    if not entry:
+        return None, None
+    return entry, ("release %s (manifest sha256 %s) is revoked by %s (serial %d): %s%s"
+                   % (version, manifest_sha256, name, revocations_list["serial"], entry["reason"],
+                      " (the list is signed by key %s)" % key_id if key_id else ""))
+
+
+def check_release(manifest_path, keyring, revocations=None, seen=None, record=True, gpgv="gpgv",
+                  refuse_revoked=True):
+    """The whole check of a release before anything is installed: the
+    signature of `manifest_path` (manifest.json, its .sig beside it) against
+    `keyring`; then, with `revocations` (the list's path, its .sig beside
+    it): check_revocations (the list's signature, format and serial against
+    `seen`), and whether it revokes this release. In that order; the first
+    refusal stops.
+
+    The list is recorded in `seen` (write_seen) as soon as its signature and
+    serial pass, even when it then refuses the release: an older list that
+    does not revoke it must never be taken back. `record` false (check mode)
+    writes nothing and says whether it would have. `refuse_revoked` false
+    (drift: it reports, it does not refuse) returns a revoked release as ok
+    with its entry in "revoked".
+
+    Returns verify()'s dict plus version, manifest_sha256 (of the manifest's
+    bytes), revocations_serial, revocations_list (the parsed list), recorded
+    (the record was, or would be, written), revoked (the list's entry when it
+    revokes the release); code "revoked", "revocations" (the list unusable or
+    older than the one seen) or verify()'s codes, problem one sentence naming
+    the file, the key id and what is wrong."""
+    try:
+        with open(manifest_path, "rb") as f:
+            raw_manifest = f.read()
+        version = json.loads(raw_manifest.decode("utf-8")).get("version")
+    except (IOError, OSError) as e:
+        return _release(False, "no_file", "%s: cannot read it (%s)" % (manifest_path, e.strerror or e), None, None)
+    except (ValueError, AttributeError):
+        return _release(False, "manifest", "%s is not a JSON manifest object" % manifest_path, None, None)
+    digest = sha256_bytes(raw_manifest)
+    sig = verify(manifest_path, keyring, gpgv=gpgv)
+    if not sig["ok"]:
+        return _release(False, sig["code"], sig["problem"], version, digest, sig)
+    if not revocations:
+        return _release(True, None, None, version, digest, sig)
+    listed = check_revocations(revocations, keyring, seen, record, gpgv)
+    if not listed["ok"]:
+        return _release(False, listed["code"], listed["problem"], version, digest, listed)
+    doc = listed["list"]
+    entry, problem = revoked_problem(doc, revocations, version, digest, listed["key_id"])
+    if entry and refuse_revoked:
+        out = _release(False, "revoked", problem, version, digest, sig, doc)
+    else:
+        out = _release(True, None, None, version, digest, sig, doc)
+    out.update(recorded=listed["recorded"], revoked=entry)
+    return out

@@ -111,6 +111,24 @@ options:
     type: list
     elements: path
     default: [/var/cache/topsrider]
+  keyring:
+    description:
+      - The binary keyring (C(gpg --export)) of the trusted release keys on the node. Set, the manifest must have
+        a valid detached signature C(manifest.json.sig) beside it by a key of this keyring, checked with C(gpgv)
+        before anything else is read or changed (C(docs/signing.md)); each refusal names the file, the key id and
+        what is wrong. Only with O(state=present) and a manifest file (not O(manifest_content)).
+    type: path
+  revocations:
+    description:
+      - The signed revocation list on the node (its signature C(FILE.sig) beside it); needs O(keyring). Refused
+        when its signature is not valid, it is malformed, it is older than the newest list this node accepted
+        (O(revocations_seen)), or it revokes this release (the list's reason is named).
+    type: path
+  revocations_seen:
+    description:
+      - The node's record of the newest revocation list it accepted (written atomically when a newer one passes;
+        C(changed), predicted in check mode). Default C(revocations-seen.json) in O(journal_dir).
+    type: path
 notes:
   - The node must be Debian-based with C(dpkg), C(dpkg-deb) and C(dpkg-query). Must run as root (C(become)).
   - The module waits for the dpkg lock like apt does, takes C(/var/lib/dpkg/lock-frontend) itself and runs dpkg
@@ -237,6 +255,27 @@ mismatches:
   returned: failure on checksums
   type: list
   elements: dict
+signature:
+  description:
+    - With O(keyring), the signature check, else absent. On a refusal also its C(code) (C(docs/signing.md)).
+  returned: when keyring is set
+  type: dict
+  contains:
+    key_id:
+      description: The signing key's id (16 hex digits).
+      type: str
+    fingerprint:
+      description: The signing key's primary fingerprint.
+      type: str
+    revocations_serial:
+      description: The serial of the revocation list checked, or null.
+      type: int
+    recorded:
+      description: Whether a newer revocation list was recorded (or would be, in check mode).
+      type: bool
+    revoked:
+      description: The list's entry that revokes the release (on a refusal), else null.
+      type: dict
 diff:
   description: Versions and holds of the managed packages before and after.
   returned: when diff mode is on
@@ -263,6 +302,9 @@ def main():
             recover_interrupted=dict(type="bool", default=False),
             journal_dir=dict(type="path", default="/var/lib/topsrider"),
             cache_dirs=dict(type="list", elements="path", default=["/var/cache/topsrider"]),
+            keyring=dict(type="path"),
+            revocations=dict(type="path"),
+            revocations_seen=dict(type="path"),
         ),
         mutually_exclusive=[("manifest", "manifest_content")],
         required_if=[

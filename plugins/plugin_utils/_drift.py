@@ -19,9 +19,28 @@ from xml.etree import ElementTree
 from ansible_collections.gcu.topsrider.plugins.module_utils._compare import (
     CATEGORIES, CHECKS, finding, sorted_findings,
 )
+from ansible_collections.gcu.topsrider.plugins.module_utils._signature import revoked_problem
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._report_formats import (
     exit_code_for, md_cell, prometheus_text, safe_run_id, short_text, xml_document,
 )
+
+
+# ---------------------------------------------------------------- revoked --
+
+def revoked_findings(deployed, node, revoked, name, serial=None):
+    """The "revoked" finding of a node whose deployed release (its local
+    facts: {version, manifest_sha256}, as deploy.yml writes them) is on the
+    revocation list (`revoked`: the list's entries, checked on the
+    controller; `name`: its path), else []. The list's reason is the
+    finding's actual value."""
+    if not isinstance(deployed, dict) or not deployed.get("version") or not revoked:
+        return []
+    doc = {"serial": serial if serial is not None else 0, "revoked": revoked}
+    entry, problem = revoked_problem(doc, name, deployed["version"], deployed.get("manifest_sha256"))
+    if not entry:
+        return []
+    return [finding(node, "revoked", "release %s" % deployed["version"], "not revoked",
+                    "revoked: %s" % entry["reason"], problem)]
 
 
 # ----------------------------------------------------------------- report --

@@ -21,16 +21,17 @@ if COLLECTIONS not in sys.path:
 FIXTURES = os.path.join(TOP, "tests", "unit", "fixtures")
 
 
-def run_play(tmp_path, tasks, extra_vars=None, config=None):
+def run_play(tmp_path, tasks, extra_vars=None, config=None, args=()):
     """One play of `tasks` on localhost, by ansible-playbook with the checkout's
     collection and extra_vars as a JSON vars file; returns (rc, output).
     config: the ansible.cfg to use (default: the simulator's, sim/ansible.cfg;
-    os.devnull for Ansible's stock settings)."""
+    os.devnull for Ansible's stock settings). args: more ansible-playbook
+    arguments (--check)."""
     import json
     play = [{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]
     (tmp_path / "play.yml").write_text(json.dumps(play))
     argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
-            str(tmp_path / "play.yml")]
+            str(tmp_path / "play.yml")] + list(args)
     if extra_vars is not None:
         (tmp_path / "vars.json").write_text(json.dumps(extra_vars))
         argv += ["-e", "@" + str(tmp_path / "vars.json")]

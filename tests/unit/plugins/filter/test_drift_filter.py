@@ -13,7 +13,7 @@ def test_filters_are_registered():
     assert sorted(drift.FilterModule().filters()) == [
         "topsrider_deploy_pending", "topsrider_drift_findings", "topsrider_drift_junit",
         "topsrider_drift_markdown", "topsrider_drift_prometheus", "topsrider_drift_report",
-        "topsrider_probe_findings"]
+        "topsrider_probe_findings", "topsrider_revoked_findings"]
 
 
 def test_report_pipeline():

@@ -242,3 +242,97 @@ def test_the_serial_only_moves_forward():
         sig.check_serial(sig.parse_revocations(other_five), other_five, seen)
     six = json.dumps(revocations(6, [ENTRY])).encode()
     assert sig.check_serial(sig.parse_revocations(six), six, seen)["serial"] == 6
+
+
+# ---------------------------------------------------------------- check_release: the whole check, as deploy runs it
+
+def _signed_list(path, key, serial, revoked=()):
+    with open(path, "w") as f:
+        json.dump({"serial": serial, "issued": "2026-11-26T12:00:00Z", "revoked": list(revoked)}, f)
+    key.sign(path)
+    return path
+
+
+def test_check_release_accepts_and_records_the_list_once(tmp_path, signed, keys):
+    path, ring = signed
+    rev = _signed_list(str(tmp_path / "revocations.json"), keys["ops"], 4)
+    seen = str(tmp_path / "state" / "seen.json")
+    result = sig.check_release(path, ring, rev, seen, record=False)
+    assert result["ok"] and result["recorded"] and not os.path.exists(seen), result  # check mode: predicted, not written
+    result = sig.check_release(path, ring, rev, seen)
+    assert result["ok"] and result["recorded"] and result["revocations_serial"] == 4, result
+    assert result["key_id"] == keys["ops"].key_id and result["version"] == "2.5.140"
+    with open(seen) as f:
+        assert json.load(f)["serial"] == 4
+    assert not sig.check_release(path, ring, rev, seen)["recorded"]  # the same list again: nothing to write
+
+
+def test_check_release_refuses_a_revoked_release_with_the_lists_reason(tmp_path, signed, keys):
+    path, ring = signed
+    rev = _signed_list(str(tmp_path / "revocations.json"), keys["ops"], 2,
+                       [{"version": "2.5.140", "reason": "ECCL all-reduce hangs (advisory 7)"}])
+    seen = str(tmp_path / "seen.json")
+    result = sig.check_release(path, ring, rev, seen)
+    assert (result["ok"], result["code"]) == (False, "revoked"), result
+    assert result["revoked"]["reason"] in result["problem"] and rev in result["problem"]
+    assert keys["ops"].key_id in result["problem"]
+    # Recorded even though it refused: an older list that does not revoke it is never taken back.
+    with open(seen) as f:
+        assert json.load(f)["serial"] == 2
+
+
+def test_check_release_refuses_an_older_list_and_keeps_the_record(tmp_path, signed, keys):
+    path, ring = signed
+    seen = str(tmp_path / "seen.json")
+    assert sig.check_release(path, ring, _signed_list(str(tmp_path / "new.json"), keys["ops"], 5), seen)["ok"]
+    with open(seen) as f:
+        before = f.read()
+    result = sig.check_release(path, ring, _signed_list(str(tmp_path / "old.json"), keys["ops"], 4), seen)
+    assert result["code"] == "revocations" and "serial 4 is older than serial 5" in result["problem"], result
+    assert keys["ops"].key_id in result["problem"]
+    with open(seen) as f:
+        assert f.read() == before
+
+
+@pytest.mark.parametrize("case", ["unsigned", "other key"])
+def test_check_release_refuses_a_list_not_signed_by_the_keyring(tmp_path, signed, keys, case):
+    path, ring = signed
+    rev = str(tmp_path / "revocations.json")
+    _signed_list(rev, keys["other"], 1)
+    if case == "unsigned":
+        os.remove(rev + ".sig")
+    seen = str(tmp_path / "seen.json")
+    result = sig.check_release(path, ring, rev, seen)
+    assert not result["ok"] and rev in result["problem"] and not os.path.exists(seen), result
+    if case == "other key":
+        assert keys["other"].key_id in result["problem"]
+
+
+def test_check_release_refuses_an_unsigned_manifest_before_reading_the_list(tmp_path, signed, keys):
+    path, ring = signed
+    os.remove(path + ".sig")
+    rev = _signed_list(str(tmp_path / "revocations.json"), keys["ops"], 1)
+    result = sig.check_release(path, ring, rev, str(tmp_path / "seen.json"))
+    assert result["code"] == "unsigned" and "manifest.json.sig does not exist" in result["problem"]
+    assert not os.path.exists(str(tmp_path / "seen.json"))
+
+
+def test_a_damaged_seen_record_is_named(tmp_path, signed, keys):
+    path, ring = signed
+    seen = tmp_path / "seen.json"
+    seen.write_text(u'{"serial": "7"}')
+    result = sig.check_release(path, ring, _signed_list(str(tmp_path / "r.json"), keys["ops"], 1), str(seen))
+    assert result["code"] == "revocations" and str(seen) in result["problem"], result
+
+
+@pytest.mark.parametrize("keyring, require, words", [
+    ("", True, "topsrider_require_signature is true but topsrider_keyring is not set"),
+    ("/k.gpg", False, "with a keyring every release must be signed"),
+])
+def test_contradictory_settings_are_refused(keyring, require, words):
+    assert words in sig.settings_problem(keyring, require)
+
+
+@pytest.mark.parametrize("keyring, require", [("", False), ("", None), ("/k.gpg", True), ("/k.gpg", None)])
+def test_agreeing_settings(keyring, require):
+    assert sig.settings_problem(keyring, require) is None

@@ -221,10 +221,10 @@ def test_junit_validates_and_has_a_case_per_node_and_check():
     assert (doc["@tests"], doc["@failures"], doc["@errors"]) == (3 * (1 + len(_drift.CHECKS)), 2, 1)
     # The unreachable node: one error (reachable), its seven checks did not run.
     n3 = dict((c["@name"], c) for c in suites[2]["testcase"])
-    assert "error" in n3["reachable"] and suites[2]["@skipped"] == len(_drift.CHECKS) == 7
+    assert "error" in n3["reachable"] and suites[2]["@skipped"] == len(_drift.CHECKS) == 8
     assert all(set(n3[c]) & {"error", "failure", "skipped"} == {"skipped"} for c in _drift.CHECKS)
     assert n3["health"]["skipped"]["@message"] == "not checked: the node was unreachable"
-    assert [s["@skipped"] for s in suites] == [0, 0, 7]
+    assert [s["@skipped"] for s in suites] == [0, 0, 8]
 
 
 def test_junit_schema_rejects_what_is_not_junit():
@@ -353,3 +353,34 @@ def test_pending_when_the_staged_bundle_is_not_complete(change, why):
     change(files)
     reasons = _pending(files=files)
     assert len(reasons) == 1 and why in reasons[0], reasons
+
+
+# ---- revoked: the release a node runs on the signed revocation list (docs/signing.md)
+
+REVOKED = [{"version": "2.5.136", "manifest_sha256": "a" * 64, "reason": "ECCL hangs (advisory 7)"},
+           {"version": "2.5.120", "reason": "security advisory SA-2026-3"}]
+
+
+@pytest.mark.parametrize("deployed, reason", [
+    ({"version": "2.5.136", "manifest_sha256": "a" * 64}, "ECCL hangs (advisory 7)"),
+    # No manifest_sha256 in the entry: every build of the version.
+    ({"version": "2.5.120", "manifest_sha256": "c" * 64}, "security advisory SA-2026-3"),
+])
+def test_a_node_running_a_revoked_release_is_a_finding_of_its_own_with_the_reason(deployed, reason):
+    found = _drift.revoked_findings(deployed, "n1", REVOKED, "/srv/revocations.json", 7)
+    assert [(f["node"], f["category"], f["check"], f["actual"]) for f in found] == [
+        ("n1", "revoked", "release " + deployed["version"], "revoked: " + reason)]
+    assert "/srv/revocations.json (serial 7)" in found[0]["detail"] and reason in found[0]["detail"]
+    report = _drift.build_report(["n1"], {"n1": {"checked_at": 1.0, "error": None, "findings": found}}, "r1", now=0.0)
+    assert report["status"] == "drift" and report["summary"]["by_category"]["revoked"] == 1
+
+
+@pytest.mark.parametrize("deployed, revoked", [
+    ({"version": "2.5.136", "manifest_sha256": "b" * 64}, REVOKED),  # another build of 2.5.136
+    ({"version": "2.5.140", "manifest_sha256": "a" * 64 + "x"}, REVOKED),
+    ({}, REVOKED),  # nothing deployed
+    (None, REVOKED),
+    ({"version": "2.5.136", "manifest_sha256": "a" * 64}, []),  # no list
+])
+def test_no_revoked_finding(deployed, revoked):
+    assert _drift.revoked_findings(deployed, "n1", revoked, "/srv/revocations.json") == []
