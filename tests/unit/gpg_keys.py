@@ -5,6 +5,7 @@ temporary GNUPGHOME (scripts/ensure-docker.sh installs gpg when missing):
 a current key, one that expired, one that is revoked, one whose signatures
 expire, and ways to export keyrings and sign files with them. No test skips
 when gpg is missing: it fails, naming the package."""
+import json
 import os
 import shutil
 import subprocess
@@ -84,3 +85,17 @@ def make_keys(base):
         "past": Key(os.path.join(base, "past"), "Past Ops <past@example.org>", expire="never", faked_time=PAST),
     }
     return keys
+
+
+def write_list(path, serial, revoked=()):
+    """Write a revocation list in docs/signing.md's format to PATH; returns PATH."""
+    with open(path, "w") as f:
+        json.dump({"serial": serial, "issued": "2026-11-26T12:00:00Z", "revoked": list(revoked)}, f)
+    return path
+
+
+def signed_list(path, key, serial, revoked=()):
+    """write_list, then KEY's detached signature beside it (PATH.sig)."""
+    write_list(path, serial, revoked)
+    key.sign(path)
+    return path

@@ -9,20 +9,11 @@ import os
 
 import pytest
 
-import gpg_keys
 from conftest import TOP, run_play
 
 MANIFEST = {"format": 1, "product": "TopsRider", "version": "2.5.140",
             "files": [{"file": "tops-sdk_2.5.140-1_amd64.deb", "sha256": "a" * 64, "size": 4}]}
 INPUTS = os.path.join(TOP, "playbooks", "tasks", "inputs.yml")
-
-
-@pytest.fixture(scope="module")
-def keys(tmp_path_factory):
-    made = gpg_keys.make_keys(str(tmp_path_factory.mktemp("gpg")))
-    yield made
-    for key in made.values():
-        key.close()
 
 
 @pytest.fixture

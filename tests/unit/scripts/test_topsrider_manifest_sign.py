@@ -14,6 +14,7 @@ import sys
 import pytest
 
 import gpg_keys
+from gpg_keys import write_list
 from conftest import TOP
 
 TOOL = os.path.join(TOP, "scripts", "topsrider-manifest")
@@ -35,12 +36,6 @@ def bundle(base, version):
     return str(d)
 
 
-def revocations(path, serial, revoked=()):
-    with open(path, "w") as f:
-        json.dump({"serial": serial, "issued": "2026-11-26T12:00:00Z", "revoked": list(revoked)}, f)
-    return path
-
-
 @pytest.fixture
 def signed(tmp_path, keys):
     """A bundle signed by the ops key, the ops keyring, and an empty signed revocation list."""
@@ -49,7 +44,7 @@ def signed(tmp_path, keys):
     proc = tool("sign", d, "--keyring", ring, key=keys["ops"])
     assert proc.returncode == 0, proc.stderr
     assert "signed by key %s" % keys["ops"].fingerprint in proc.stdout
-    rev = revocations(str(tmp_path / "revocations.json"), 1)
+    rev = write_list(str(tmp_path / "revocations.json"), 1)
     assert tool("sign", rev, key=keys["ops"]).returncode == 0
     return d, ring, rev
 
@@ -156,7 +151,7 @@ def test_a_revoked_release(signed, keys):
     d, ring, rev = signed
     with open(os.path.join(d, "manifest.json"), "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
-    revocations(rev, 2, [{"version": "2.5.140", "manifest_sha256": digest, "reason": "ECCL hangs (advisory 7)"}])
+    write_list(rev, 2, [{"version": "2.5.140", "manifest_sha256": digest, "reason": "ECCL hangs (advisory 7)"}])
     assert tool("sign", rev, key=keys["ops"]).returncode == 0
     refused(tool("verify", d, "--keyring", ring, "--revocations", rev),
             "release 2.5.140 (manifest sha256 %s) is revoked by %s (serial 2): ECCL hangs (advisory 7)" % (digest, rev))
@@ -168,14 +163,14 @@ def test_a_revocation_list_older_than_the_one_seen(signed, tmp_path, keys):
     old = str(tmp_path / "old.json")
     shutil.copy(rev, old)
     shutil.copy(rev + ".sig", old + ".sig")
-    revocations(rev, 3, [{"version": "2.5.140", "reason": "withdrawn"}])
+    write_list(rev, 3, [{"version": "2.5.140", "reason": "withdrawn"}])
     assert tool("sign", rev, key=keys["ops"]).returncode == 0
     refused(tool("verify", d, "--keyring", ring, "--revocations", rev, "--seen", seen), "is revoked", "withdrawn")
     with open(seen) as f:
         assert json.load(f)["serial"] == 3  # accepted, so an older list can no longer unrevoke the release
     refused(tool("verify", d, "--keyring", ring, "--revocations", old, "--seen", seen),
             "serial 1 is older than serial 3 already seen")
-    revocations(rev, 3)  # other content, same serial
+    write_list(rev, 3)  # other content, same serial
     assert tool("sign", rev, key=keys["ops"]).returncode == 0
     refused(tool("verify", d, "--keyring", ring, "--revocations", rev, "--seen", seen),
             "serial 3 was already seen with other content")
@@ -191,7 +186,7 @@ def test_an_unsigned_or_wrongly_signed_revocation_list(signed, keys, case):
         assert tool("sign", rev, key=keys["other"]).returncode == 0
         words = [keys["other"].key_id, "not in the keyring"]
     else:
-        revocations(rev, 1, [{"version": "2.5.136", "reason": "added after signing"}])
+        write_list(rev, 1, [{"version": "2.5.136", "reason": "added after signing"}])
         words = ["BAD signature", keys["ops"].key_id]
     refused(tool("verify", d, "--keyring", ring, "--revocations", rev), *words)
 

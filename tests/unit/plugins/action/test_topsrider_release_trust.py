@@ -9,19 +9,11 @@ import os
 
 import pytest
 
-import gpg_keys
+from gpg_keys import signed_list
 from conftest import run_play
 
 MANIFEST = {"format": 1, "product": "TopsRider", "version": "2.5.140",
             "files": [{"file": "tops-sdk_2.5.140-1_amd64.deb", "sha256": "a" * 64, "size": 4}]}
-
-
-@pytest.fixture(scope="module")
-def keys(tmp_path_factory):
-    made = gpg_keys.make_keys(str(tmp_path_factory.mktemp("gpg")))
-    yield made
-    for key in made.values():
-        key.close()
 
 
 @pytest.fixture
@@ -32,13 +24,6 @@ def release(tmp_path, keys):
     keys["ops"].sign(str(d / "manifest.json"))
     ring = keys["ops"].export(str(tmp_path / "trusted.gpg"))
     return str(d / "manifest.json"), ring
-
-
-def signed_list(path, key, serial, revoked=()):
-    with open(path, "w") as f:
-        json.dump({"serial": serial, "issued": "2026-11-26T12:00:00Z", "revoked": list(revoked)}, f)
-    key.sign(path)
-    return path
 
 
 def trust(**args):

@@ -10,6 +10,7 @@ import shutil
 import pytest
 
 import gpg_keys
+from gpg_keys import signed_list
 from ansible_collections.gcu.topsrider.plugins.module_utils import _signature as sig
 
 MANIFEST = {"format": 1, "product": "TopsRider", "version": "2.5.140",
@@ -246,16 +247,9 @@ def test_the_serial_only_moves_forward():
 
 # ---------------------------------------------------------------- check_release: the whole check, as deploy runs it
 
-def _signed_list(path, key, serial, revoked=()):
-    with open(path, "w") as f:
-        json.dump({"serial": serial, "issued": "2026-11-26T12:00:00Z", "revoked": list(revoked)}, f)
-    key.sign(path)
-    return path
-
-
 def test_check_release_accepts_and_records_the_list_once(tmp_path, signed, keys):
     path, ring = signed
-    rev = _signed_list(str(tmp_path / "revocations.json"), keys["ops"], 4)
+    rev = signed_list(str(tmp_path / "revocations.json"), keys["ops"], 4)
     seen = str(tmp_path / "state" / "seen.json")
     result = sig.check_release(path, ring, rev, seen, record=False)
     assert result["ok"] and result["recorded"] and not os.path.exists(seen), result  # check mode: predicted, not written
@@ -269,8 +263,8 @@ def test_check_release_accepts_and_records_the_list_once(tmp_path, signed, keys)
 
 def test_check_release_refuses_a_revoked_release_with_the_lists_reason(tmp_path, signed, keys):
     path, ring = signed
-    rev = _signed_list(str(tmp_path / "revocations.json"), keys["ops"], 2,
-                       [{"version": "2.5.140", "reason": "ECCL all-reduce hangs (advisory 7)"}])
+    rev = signed_list(str(tmp_path / "revocations.json"), keys["ops"], 2,
+                      [{"version": "2.5.140", "reason": "ECCL all-reduce hangs (advisory 7)"}])
     seen = str(tmp_path / "seen.json")
     result = sig.check_release(path, ring, rev, seen)
     assert (result["ok"], result["code"]) == (False, "revoked"), result
@@ -284,10 +278,10 @@ def test_check_release_refuses_a_revoked_release_with_the_lists_reason(tmp_path,
 def test_check_release_refuses_an_older_list_and_keeps_the_record(tmp_path, signed, keys):
     path, ring = signed
     seen = str(tmp_path / "seen.json")
-    assert sig.check_release(path, ring, _signed_list(str(tmp_path / "new.json"), keys["ops"], 5), seen)["ok"]
+    assert sig.check_release(path, ring, signed_list(str(tmp_path / "new.json"), keys["ops"], 5), seen)["ok"]
     with open(seen) as f:
         before = f.read()
-    result = sig.check_release(path, ring, _signed_list(str(tmp_path / "old.json"), keys["ops"], 4), seen)
+    result = sig.check_release(path, ring, signed_list(str(tmp_path / "old.json"), keys["ops"], 4), seen)
     assert result["code"] == "revocations" and "serial 4 is older than serial 5" in result["problem"], result
     assert keys["ops"].key_id in result["problem"]
     with open(seen) as f:
@@ -298,7 +292,7 @@ def test_check_release_refuses_an_older_list_and_keeps_the_record(tmp_path, sign
 def test_check_release_refuses_a_list_not_signed_by_the_keyring(tmp_path, signed, keys, case):
     path, ring = signed
     rev = str(tmp_path / "revocations.json")
-    _signed_list(rev, keys["other"], 1)
+    signed_list(rev, keys["other"], 1)
     if case == "unsigned":
         os.remove(rev + ".sig")
     seen = str(tmp_path / "seen.json")
@@ -311,7 +305,7 @@ def test_check_release_refuses_a_list_not_signed_by_the_keyring(tmp_path, signed
 def test_check_release_refuses_an_unsigned_manifest_before_reading_the_list(tmp_path, signed, keys):
     path, ring = signed
     os.remove(path + ".sig")
-    rev = _signed_list(str(tmp_path / "revocations.json"), keys["ops"], 1)
+    rev = signed_list(str(tmp_path / "revocations.json"), keys["ops"], 1)
     result = sig.check_release(path, ring, rev, str(tmp_path / "seen.json"))
     assert result["code"] == "unsigned" and "manifest.json.sig does not exist" in result["problem"]
     assert not os.path.exists(str(tmp_path / "seen.json"))
@@ -321,7 +315,7 @@ def test_a_damaged_seen_record_is_named(tmp_path, signed, keys):
     path, ring = signed
     seen = tmp_path / "seen.json"
     seen.write_text(u'{"serial": "7"}')
-    result = sig.check_release(path, ring, _signed_list(str(tmp_path / "r.json"), keys["ops"], 1), str(seen))
+    result = sig.check_release(path, ring, signed_list(str(tmp_path / "r.json"), keys["ops"], 1), str(seen))
     assert result["code"] == "revocations" and str(seen) in result["problem"], result
 
 

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-import gpg_keys
+from gpg_keys import signed_list
 import test_deb_bundle
 from test_deb_bundle import PKGS, V136, run
 
@@ -18,21 +18,6 @@ from test_deb_bundle import PKGS, V136, run
 env = test_deb_bundle.env
 
 SEEN = "revocations-seen.json"
-
-
-@pytest.fixture(scope="module")
-def keys(tmp_path_factory):
-    made = gpg_keys.make_keys(str(tmp_path_factory.mktemp("gpg")))
-    yield made
-    for key in made.values():
-        key.close()
-
-
-def signed_list(path, key, serial, revoked=()):
-    with open(path, "w") as f:
-        json.dump({"serial": serial, "issued": "2026-11-26T12:00:00Z", "revoked": list(revoked)}, f)
-    key.sign(path)
-    return path
 
 
 @pytest.fixture
@@ -123,7 +108,7 @@ def test_a_list_older_than_the_one_the_node_has_seen(env, trust, keys):
 
 
 @pytest.mark.parametrize("case", ["unsigned", "other key"])
-def test_an_unsigned_or_wrongly_signed_list(env, trust, keys, case):
+def test_an_unsigned_or_wronglysigned_list(env, trust, keys, case):
     if case == "unsigned":
         os.remove(trust["revocations"] + ".sig")
     else:
