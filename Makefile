@@ -32,6 +32,7 @@ help:
 	@echo "make slurm-test  molecule slurm: a real Slurm cluster of simulated nodes, sbatch and the health gate (docs/slurm.md)"
 	@echo "make bench-large  16 nodes, 1 GiB bundle: copying the .run to every node vs the staging alone vs a fresh deploy"
 	@echo "make bench-mitogen  the same with Mitogen's strategy (measured, not shipped)"
+	@echo "make bench-verify  verifying the signed 1 GiB bundle against one sha256 pass (docs/performance.md)"
 
 # ---- set-up -----------------------------------------------------------------
 venv: $(VENV)/.stamp
@@ -221,7 +222,7 @@ clean: fleet-down
 # results in docs/performance.json and docs/performance.md; BENCH_ARGS e.g.
 # "--sizes 1 --rounds 1" or "--strategy mitogen". make perf-check: the
 # no-change re-run must change nothing and re-send no bundle bytes.
-.PHONY: bench bench-mitogen bench-large perf-check
+.PHONY: bench bench-mitogen bench-large bench-verify perf-check
 BENCH_ARGS ?=
 bench: setup
 	$(VENV)/bin/python scripts/bench/bench.py $(BENCH_ARGS)
@@ -236,6 +237,14 @@ BENCH_LARGE_ARGS ?=
 bench-large: setup
 	$(VENV)/bin/python scripts/bench/bench.py --sizes 16 --rounds 1 --bundle-mib 1024 --ops copy_baseline stage fresh \
 	  $(BENCH_LARGE_ARGS)
+
+# make bench-verify (issue 32): topsrider-manifest verify of make bench-large's
+# 1 GiB bundle, signed for the run, against one sha256 pass over the same
+# files; docs/performance-verify.json. Fails above 1.1x. VERIFY_ARGS e.g.
+# "--mib 64 --rounds 3" for a quick look (then not written to docs/).
+VERIFY_ARGS ?= --json docs/performance-verify.json
+bench-verify: venv
+	$(VENV)/bin/python scripts/bench/verify_cost.py $(VERIFY_ARGS)
 
 # The same with Mitogen's strategy (measured, not shipped: docs/performance.md).
 MITOGEN_DIR := $(CURDIR)/.cache/mitogen
