@@ -67,7 +67,7 @@ def test_guarded_lets_other_errors_through(arg, errors):
 @pytest.mark.parametrize("module,names", [
     (drift, ["topsrider_deploy_pending", "topsrider_drift_findings", "topsrider_drift_junit",
              "topsrider_drift_markdown", "topsrider_drift_prometheus", "topsrider_drift_report",
-             "topsrider_probe_findings"]),
+             "topsrider_probe_findings", "topsrider_revoked_findings"]),
     (fabric, ["topsrider_fabric_advance", "topsrider_fabric_job", "topsrider_fabric_junit",
               "topsrider_fabric_markdown", "topsrider_fabric_max_rounds", "topsrider_fabric_plan",
               "topsrider_fabric_prometheus", "topsrider_fabric_report"]),
