@@ -150,3 +150,54 @@ def test_the_node_row_shows_every_card_metric_the_exporter_exports():
     shown = set(n for p in d["panels"] if p["gridPos"]["y"] > row_y for t in p["targets"] for n in metric_names(t["expr"]))
     cards = set(n for n in exported_names(card_metrics()) if n.startswith("topsrider_card_"))
     assert cards - shown == set()
+
+
+# The fleet row's figures on one node (n1): card 0 healthy, cool, fresh, clean, at full width, busy under
+# Slurm job 5; card 1 unhealthy, at 91 C, stale, 3 new uncorrected errors, at x8, held idle by job 5; and
+# one more exporter (n2) that does not answer. A node with no cards (n9) gives zeros.
+FLEET_SERIES = [
+    ('topsrider_card_healthy{%s,card="0"}', '1x30'), ('topsrider_card_healthy{%s,card="1"}', '0x30'),
+    ('topsrider_card_temperature_celsius{%s,card="0"}', '60x30'),
+    ('topsrider_card_temperature_celsius{%s,card="1"}', '91x30'),
+    ('topsrider_exporter_interval_seconds{%s}', '15x30'),
+    ('topsrider_card_reading_age_seconds{%s,card="0"}', '5x30'),
+    ('topsrider_card_reading_age_seconds{%s,card="1"}', '100x30'),
+    ('topsrider_card_ecc_uncorrected_errors_total{%s,card="0"}', '0x30'),
+    ('topsrider_card_ecc_uncorrected_errors_total{%s,card="1"}', '0 0 0 1x10 3x16'),
+    ('topsrider_card_pcie_link_width{%s,card="0"}', '16x30'), ('topsrider_card_pcie_link_width_max{%s,card="0"}', '16x30'),
+    ('topsrider_card_pcie_link_width{%s,card="1"}', '8x30'), ('topsrider_card_pcie_link_width_max{%s,card="1"}', '16x30'),
+    ('topsrider_card_utilization_ratio{%s,card="0"}', '0.9x30'),
+    ('topsrider_card_utilization_ratio{%s,card="1"}', '0x30'),
+    ('topsrider_card_holder_info{%s,card="0",exported_job="5",pids="9",user="u"}', '1x30'),
+    ('topsrider_card_holder_info{%s,card="1",exported_job="5",pids="9",user="u"}', '1x30'),
+    ('up{%s}', '1x30'),
+    ('up{instance="n2:9494",job="topsrider-cards"}', '0x30'),
+]
+FLEET_N1 = {"Cards unhealthy": 1, "Hottest card": 91, "Stale readings": 1, "Uncorrected ECC (24 h)": 3,
+            "PCIe links below max width": 1, "Idle cards under a busy job": 1, "Exporters down": 1}
+FLEET_N9 = dict(FLEET_N1, **{"Cards unhealthy": 0, "Hottest card": None, "Stale readings": 0,
+                             "Uncorrected ECC (24 h)": 0, "PCIe links below max width": 0,
+                             "Idle cards under a busy job": 0})
+
+
+def test_the_fleet_row_counts_what_its_titles_say(tmp_path):
+    """Each fleet figure evaluated by promtool on known series, for a node
+    with every fault and for a node that has none."""
+    d = load()
+    row_y = [p for p in d["panels"] if p.get("repeat") == "instance"][0]["gridPos"]["y"]
+    fleet = {p["title"]: p["targets"][0]["expr"] for p in d["panels"] if p["type"] == "stat" and p["gridPos"]["y"] < row_y}
+    assert sorted(fleet) == sorted(FLEET_N1)
+    target = 'instance="n1:9494",job="topsrider-cards"'
+    series = [{"series": s % target if "%s" in s else s, "values": v} for s, v in FLEET_SERIES]
+    cases = []
+    for node, expected in (("n1:9494", FLEET_N1), ("n9:9494", FLEET_N9)):
+        for title, expr in sorted(fleet.items()):
+            value = expected[title]
+            cases.append({"expr": expr.replace("$instance", node), "eval_time": "29m",
+                          "exp_samples": [] if value is None else [{"labels": "{}", "value": value}]})
+    test = {"rule_files": [], "evaluation_interval": "1m",
+            "tests": [{"interval": "1m", "input_series": series, "promql_expr_test": cases}]}
+    (tmp_path / "fleet.test.yml").write_text(yaml.safe_dump(test))
+    r = subprocess.run([shutil.which("promtool") or "promtool", "test", "rules", "fleet.test.yml"], cwd=str(tmp_path),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    assert r.returncode == 0 and "SUCCESS" in r.stdout, r.stdout
