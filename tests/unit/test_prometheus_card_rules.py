@@ -20,7 +20,8 @@ TESTS = "topsrider-cards.test.yml"
 
 ALERTS = ["TopsRiderCardUnhealthy", "TopsRiderCardTemperatureHigh", "TopsRiderCardTemperatureCritical",
           "TopsRiderCardEccUncorrectedErrors", "TopsRiderCardPCIeWidthBelowMax", "TopsRiderCardPCIeSpeedBelowMax",
-          "TopsRiderCardReadingStale", "TopsRiderCardExporterDown", "TopsRiderCardExporterTargetsMissing",
+          "TopsRiderCardReadingStale", "TopsRiderCardExporterDown", "TopsRiderCardExporterNoCards",
+          "TopsRiderCardExporterTargetsMissing",
           "TopsRiderCardIdleInBusyJob"]
 
 
@@ -63,7 +64,7 @@ def test_every_alert_has_severity_summary_and_description_naming_the_card_or_nod
         if rule["alert"] == "TopsRiderCardExporterTargetsMissing":  # no target: no node to name
             continue
         assert "$labels.instance" in rule["annotations"]["summary"], rule["alert"]
-        if rule["alert"] != "TopsRiderCardExporterDown":  # a node's alert, not a card's
+        if rule["alert"] not in ("TopsRiderCardExporterDown", "TopsRiderCardExporterNoCards"):  # a node's
             assert "$labels.card" in rule["annotations"]["description"], rule["alert"]
 
 
@@ -78,6 +79,7 @@ MUTATIONS = [
      "and on(instance, job, card, bus_id) topsrider_card_utilization_ratio >= 0"),
     ("TopsRiderCardReadingStale", "group_left 3 * topsrider_exporter_interval_seconds",
      "group_left 6 * topsrider_exporter_interval_seconds"),
+    ("TopsRiderCardExporterNoCards", 'up{job="topsrider-cards"} == 1\n', 'up{job="topsrider-cards"} >= 0\n'),
     ("TopsRiderCardIdleInBusyJob", "and on(instance, job, exported_job)", "and on(instance, job)"),
     ("TopsRiderCardIdleInBusyJob", "(max_over_time(topsrider_card_utilization_ratio[5m]) > 0.5)",
      "(topsrider_card_utilization_ratio > 0.5)"),
