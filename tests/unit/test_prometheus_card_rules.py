@@ -80,7 +80,7 @@ MUTATIONS = [
     ("TopsRiderCardReadingStale", "group_left 3 * topsrider_exporter_interval_seconds",
      "group_left 6 * topsrider_exporter_interval_seconds"),
     ("TopsRiderCardExporterNoCards", 'up{job="topsrider-cards"} == 1\n', 'up{job="topsrider-cards"} >= 0\n'),
-    ("TopsRiderCardIdleInBusyJob", "and on(instance, job, exported_job)", "and on(instance, job)"),
+    ("TopsRiderCardIdleInBusyJob", "and on(instance, job, slurm_job)", "and on(instance, job)"),
     ("TopsRiderCardIdleInBusyJob", "(max_over_time(topsrider_card_utilization_ratio[5m]) > 0.5)",
      "(topsrider_card_utilization_ratio > 0.5)"),
 ]
@@ -101,7 +101,7 @@ def test_metric_names_are_parsed_from_the_rules():
     used = set(n for r in rules() for n in metric_names(r["expr"]))
     assert {"up", "topsrider_card_healthy", "topsrider_card_ecc_uncorrected_errors_total",
             "topsrider_card_holder_info", "topsrider_exporter_interval_seconds"} <= used
-    assert not used & {"increase", "max_over_time", "absent", "on", "group_left", "exported_job", "instance"}
+    assert not used & {"increase", "max_over_time", "absent", "on", "group_left", "slurm_job", "instance"}
 
 
 def test_rules_read_only_metrics_the_exporter_exports():
