@@ -293,10 +293,9 @@ def render_body(node, cards, stats):
         if name == AGE:
             continue
         if name == "topsrider_card_info":
-            samples = [(_card_labels(e, sorted(e["info"].items(), key=lambda kv: m["labels"].index(kv[0]))), 1)
-                       for e in cards]
+            samples = [(_card_labels(e, [(k, e["info"][k]) for k in m["labels"][2:]]), 1) for e in cards]
         elif name == "topsrider_card_holder_info":
-            samples = [(_card_labels(e, [(k, e["holder"][k]) for k in ("job", "pids", "user")]), 1)
+            samples = [(_card_labels(e, [(k, e["holder"][k]) for k in m["labels"][2:]]), 1)
                        for e in cards if e["holder"] is not None]
         elif name.startswith("topsrider_card_"):
             samples = [(_card_labels(e), e["values"][name]) for e in cards if name in e["values"]]

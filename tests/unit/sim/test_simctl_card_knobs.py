@@ -29,8 +29,8 @@ def run(tmp_path, tool, *args, **kw):
 
 def link(tmp_path, bus):
     d = tmp_path / "pci" / bus
-    return dict((n, (d / n).read_text()) for n in ("current_link_width", "max_link_width", "current_link_speed",
-                                                    "max_link_speed"))
+    names = ("current_link_width", "max_link_width", "current_link_speed", "max_link_speed")
+    return dict((n, (d / n).read_text()) for n in names)
 
 
 def test_link_is_drawn_as_the_kernel_prints_it(tmp_path):
