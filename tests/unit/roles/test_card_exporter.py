@@ -266,3 +266,25 @@ def test_holders_from_the_proc_scan(node, exporters, tmp_path):
     text = e.until(lambda t: errors(t, "holders") >= 1)
     assert value(text, "topsrider_card_temperature_celsius", card="0") == 30
     assert e.stop()[0] == 0
+
+
+def test_the_table_is_best_effort(node, exporters, tmp_path):
+    """efsmi's table gives only the firmware: when it fails, -q's values are still served."""
+    tool = tmp_path / "efsmi-q-only"
+    tool.write_text("#!/bin/sh\n[ \"$1\" = -q ] && SIM_STATE='%s' exec '%s' '%s' -q\necho 'table: broken' >&2\nexit 3\n"
+                    % (node.env["SIM_STATE"], sys.executable, EFSMI))
+    tool.chmod(0o755)
+    e = Exporter(node, tool=str(tool))
+    exporters.append(e)
+    text = e.until(lambda t: (errors(t, "exit") or 0) >= 1 and value(t, "topsrider_card_healthy", card="0") == 1)
+    assert value(text, "topsrider_card_info", card="0", firmware="") == 1
+    assert value(text, "topsrider_exporter_last_success_timestamp_seconds") is None  # not wholly successful
+    rc, log = e.stop()
+    assert rc == 0 and "table: broken" in log
+
+
+def test_a_tool_of_no_known_name_needs_the_vendor(tmp_path):
+    proc = subprocess.run([sys.executable, DAEMON, "--lib", lib(tmp_path), "--tool", sys.executable],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=30,
+                          check=False)
+    assert proc.returncode == 2 and "name the vendor (--vendor)" in proc.stderr
