@@ -133,17 +133,46 @@ def find_tool(vendor=None, tool=None, path_env=None):
         " nor ".join(r["tool"] for r in rows), ", ".join(sorted(set(d for r in rows for d in r["tool_dirs"])))))
 
 
-def tool_commands(spec, path):
-    """{step: argv} of one reading: efsmi: query (and summary, for what -q lacks);
-    nvidia-smi: query-gpu (and compute-apps, who runs on which GPU)."""
-    if spec["tool"] == "efsmi":
-        return {"query": [path, "-q"], "summary": [path]}
+def _efsmi_commands(path):
+    return {"query": [path, "-q"], "summary": [path]}
+
+
+def _efsmi_reading(query, summary=None, apps=None):
+    parsed = parse_efsmi(query, "query")
+    if summary is not None:
+        parsed = merge_summary_into_query(parsed, parse_efsmi(summary, "summary"))
+    return {"cards": parsed["cards"], "driver_version": parsed.get("driver_version"),
+            "tool_version": parsed.get("efsmi_version"), "listed": []}
+
+
+def _nvidia_smi_commands(path):
     fmt = "--format=csv,noheader,nounits"
     return {"query": [path, "--query-gpu=" + ",".join(NVIDIA_QUERY_FIELDS), fmt],
             "apps": [path, "--query-compute-apps=" + ",".join(COMPUTE_APPS_FIELDS), fmt]}
 
 
+def _nvidia_smi_reading(query, summary=None, apps=None):
+    parsed = parse_query_gpu(query, NVIDIA_QUERY_FIELDS)
+    cards, _unmatched = attach_processes(parsed["cards"], None if apps is None else parse_compute_apps(apps))
+    listed = [(a["pid"], c["index"], a.get("process_name")) for c in cards for a in c.get("processes") or []]
+    # nvidia-smi ships with the driver: its version is the driver's
+    return {"cards": cards, "driver_version": parsed.get("driver_version"),
+            "tool_version": parsed.get("driver_version"), "listed": listed}
+
+
+# The exporter's reader of each vendor's tool (the vendor table's `tool`), as
+# _cards.READERS is gcu_devices': (the commands of one reading, their parser).
+READERS = {
+    "efsmi": (_efsmi_commands, _efsmi_reading),
+    "nvidia-smi": (_nvidia_smi_commands, _nvidia_smi_reading),
+}
 PARSE_ERRORS = (EfsmiParseError, NvsmiParseError, ValueError)
+
+
+def tool_commands(spec, path):
+    """{step: argv} of one reading: efsmi: query (and summary, for what -q lacks);
+    nvidia-smi: query-gpu (and compute-apps, who runs on which GPU)."""
+    return READERS[spec["tool"]][0](path)
 
 
 def parse_reading(spec, query, summary=None, apps=None):
@@ -152,17 +181,7 @@ def parse_reading(spec, query, summary=None, apps=None):
     None), merged in for the firmware; apps: --query-compute-apps output (or
     None: processes unknown). listed: [(pid, card index, name)] the tool lists.
     Raises one of PARSE_ERRORS."""
-    if spec["tool"] == "efsmi":
-        parsed = parse_efsmi(query, "query")
-        if summary is not None:
-            parsed = merge_summary_into_query(parsed, parse_efsmi(summary, "summary"))
-        return {"cards": parsed["cards"], "driver_version": parsed.get("driver_version"),
-                "tool_version": parsed.get("efsmi_version"), "listed": []}
-    parsed = parse_query_gpu(query, NVIDIA_QUERY_FIELDS)
-    cards, _unmatched = attach_processes(parsed["cards"], None if apps is None else parse_compute_apps(apps))
-    listed = [(a["pid"], c["index"], a.get("process_name")) for c in cards for a in c.get("processes") or []]
-    return {"cards": cards, "driver_version": parsed.get("driver_version"),
-            "tool_version": parsed.get("driver_version"), "listed": listed}
+    return READERS[spec["tool"]][1](query, summary, apps)
 
 
 # -------------------------------------------------------------- PCI links --

@@ -288,3 +288,7 @@ def test_a_tool_of_no_known_name_needs_the_vendor(tmp_path):
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=30,
                           check=False)
     assert proc.returncode == 2 and "name the vendor (--vendor)" in proc.stderr
+    proc = subprocess.run([sys.executable, DAEMON, "--lib", lib(tmp_path), "--vendor", "ascend"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=30,
+                          check=False)
+    assert proc.returncode == 2 and "unknown vendor 'ascend'" in proc.stderr
