@@ -22,6 +22,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import TOP
+from test_node_python_floor import find_python
 
 from ansible_collections.gcu.topsrider.plugins.module_utils import _card_metrics
 
@@ -70,7 +71,7 @@ class Node(object):
 
 class Exporter(object):
     def __init__(self, node, *extra, **kw):
-        argv = [sys.executable, DAEMON, "--lib", lib(node.tmp), "--listen", "127.0.0.1:0", "--interval", INTERVAL,
+        argv = [kw.get("python", sys.executable), DAEMON, "--lib", lib(node.tmp), "--listen", "127.0.0.1:0", "--interval", INTERVAL,
                 "--timeout", kw.get("timeout", "0.5"), "--vendor", "enflame", "--tool", kw.get("tool", str(node.tool)),
                 "--pci-root", node.env["SIM_PCI_ROOT"], "--proc-root", kw.get("proc_root", "/proc")] + list(extra)
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=str(node.tmp))
@@ -292,3 +293,11 @@ def test_a_tool_of_no_known_name_needs_the_vendor(tmp_path):
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=30,
                           check=False)
     assert proc.returncode == 2 and "unknown vendor 'ascend'" in proc.stderr
+
+
+def test_runs_on_python_3_6(node, exporters):
+    """The node floor of the daemon (standard library only, Python 3.6+)."""
+    e = Exporter(node, python=find_python("3.6"))
+    exporters.append(e)
+    e.until(lambda t: value(t, "topsrider_card_temperature_celsius", card="3") == 30)
+    assert e.stop()[0] == 0
