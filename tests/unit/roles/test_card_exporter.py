@@ -301,3 +301,18 @@ def test_runs_on_python_3_6(node, exporters):
     exporters.append(e)
     e.until(lambda t: value(t, "topsrider_card_temperature_celsius", card="3") == 30)
     assert e.stop()[0] == 0
+
+
+def test_sigterm_while_the_tool_hangs(node, exporters):
+    """SIGTERM stops the daemon at once, the hung tool killed with it."""
+    node.simctl("set", "tool_hang=true")
+    e = Exporter(node, timeout="30")
+    exporters.append(e)
+    deadline = time.monotonic() + 10
+    while not [p for p in os.listdir("/proc") if p.isdigit() and cmdline_has(p, node.env["SIM_STATE"])]:
+        assert time.monotonic() < deadline, "efsmi never started"
+        time.sleep(0.05)
+    started = time.monotonic()
+    rc, log = e.stop()
+    assert rc == 0 and time.monotonic() - started < 5 and "stopped" in log
+    assert [p for p in os.listdir("/proc") if p.isdigit() and cmdline_has(p, node.env["SIM_STATE"])] == []
