@@ -182,7 +182,7 @@ def test_a_hung_tool_is_killed_and_the_ages_grow_while_scrapes_answer(node, expo
     assert age >= 0.5  # three readings of at least --timeout each since the last good one
     # the last good values are still served, and every scrape answers at once
     assert value(text, "topsrider_card_temperature_celsius", card="0") == 30
-    times = [e.get()[3] for _ in range(20)]
+    times = [e.get()[3] for _n in range(20)]
     assert max(times) < 0.25, times
     later = e.metrics()
     assert value(later, "topsrider_card_reading_age_seconds", card="0") > age
