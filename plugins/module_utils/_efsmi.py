@@ -27,6 +27,10 @@ CARD_KEYS = (
     "power_cap_w", "utilization_pct", "dpm", "ecc", "health",
 )
 
+# Keys only the query blocks (efsmi -q) have: the uncorrected (double-bit) ECC
+# error count of "RMA Info / Total DBE" (nvidia-smi's cards have the same key).
+QUERY_EXTRA_KEYS = ("ecc_errors_uncorrected",)
+
 _NA = ("n/a", "na", "-", "--", "unknown", "")
 
 
@@ -117,6 +121,15 @@ def parse_percent(value):
     if not m:
         raise ValueError("unrecognised percentage %r" % value)
     return float(m.group(1))
+
+
+def parse_count(value):
+    """'0', '3' -> int; 'N/A' -> None; anything else raises ValueError."""
+    if _is_na(value):
+        return None
+    if not re.match(r"^\d+$", value.strip()):
+        raise ValueError("unrecognised count %r" % value)
+    return int(value.strip())
 
 
 def parse_bool(value):
@@ -317,7 +330,8 @@ def _key(k):
 
 
 def parse_query(text):
-    """Parse ``efsmi -q``. Returns {'format': 'query', 'efsmi_version', 'driver_version', 'cards': [...]}."""
+    """Parse ``efsmi -q``. Returns {'format': 'query', 'efsmi_version', 'driver_version', 'cards': [...]},
+    cards with CARD_KEYS plus QUERY_EXTRA_KEYS."""
     text = normalize_newlines(text)
     blocks = []
     current = None
@@ -402,6 +416,7 @@ def _query_card(block):
     card["temperature_c"] = parse_temperature(_get(f, "gcu temp", "temperature", "temp", "chip temp"))
     card["utilization_pct"] = parse_percent(_get(f, "gcu usage", "dev util", "device usage", "usage", "utilization"))
     card["ecc"] = _text(_get(f, "ecc mode/current", "ecc mode", "ecc"))
+    card["ecc_errors_uncorrected"] = parse_count(_get(f, "rma info/total dbe", "total dbe"))
     return card, _text(_get(f, "driver info/ver", "driver ver", "driver version"))
 
 

@@ -152,6 +152,10 @@ def _card(row):
     card["compute_mode"] = _text(row.get("compute_mode"))
     errors = _int(row.get("ecc.errors.uncorrected.volatile.total"), "ecc.errors.uncorrected.volatile.total")
     card["ecc_errors_uncorrected"] = errors
+    # Asked for by the card exporter only (gcu_devices' cards keep their keys).
+    if "ecc.errors.corrected.volatile.total" in row:
+        card["ecc_errors_corrected"] = _int(row["ecc.errors.corrected.volatile.total"],
+                                            "ecc.errors.corrected.volatile.total")
     # Health: false on an uncorrected ECC error since the last reset (the page or
     # row is bad, the job that used it is corrupt; NVIDIA's remedy is a reset,
     # then RMA if it returns) or when NVML says the GPU needs a reset or is

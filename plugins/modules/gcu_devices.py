@@ -229,9 +229,11 @@ ansible_facts:
               true when ECC counts none, null when ECC is off or not supported."
           type: bool
         ecc_errors_uncorrected:
-          description: "NVIDIA only: uncorrected ECC errors since the last reset (null when not counted)."
+          description:
+            - "Uncorrected ECC errors: C(efsmi -q)'s RMA Info / Total DBE (absent from the summary table's cards);"
+            - "NVIDIA: since the last reset (null when not counted)."
           type: int
-          returned: when gcu_vendor is nvidia
+          returned: when gcu_vendor is nvidia, or source is query
         mig_mode:
           description: "NVIDIA only: MIG mode (C(Enabled), C(Disabled)); null where MIG is not supported."
           type: str

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The layout says where code runs: plugins/module_utils holds what the
 modules send to the nodes (every file there is reached from a module's
-imports), plugins/plugin_utils what only the controller runs (filters,
+imports, or from a node daemon's that a role installs with its module_utils), plugins/plugin_utils what only the controller runs (filters,
 action plugins, scripts; no module reaches it). And module files are
 documentation and a short main, the logic in module_utils."""
 import ast
@@ -48,6 +48,9 @@ def files(drawer):
 
 
 MODULES = [os.path.join(PLUGINS, "modules", name + ".py") for name in files("modules")]
+# Node programs a role installs together with the module_utils they import
+# (the card exporter: _card_metrics.EXPORTER_MODULE_UTILS).
+DAEMONS = [os.path.join(TOP, "roles", "card_exporter", "files", "topsrider-card-exporter")]
 
 
 # Node-side helpers written ahead of the module that will send them, each with
@@ -57,7 +60,7 @@ NOT_YET_SENT = {}
 
 
 def test_every_module_util_is_sent_by_a_module():
-    node = reached(MODULES)
+    node = reached(MODULES + DAEMONS)
     assert [n for n in files("module_utils") if ("module_utils", n) not in node and n not in NOT_YET_SENT] == [], \
         "controller-only code belongs in plugins/plugin_utils"
     assert [n for n in NOT_YET_SENT if ("module_utils", n) in node or n not in files("module_utils")] == [], \
@@ -65,7 +68,13 @@ def test_every_module_util_is_sent_by_a_module():
 
 
 def test_no_module_reaches_plugin_utils():
-    assert [n for d, n in reached(MODULES) if d == "plugin_utils"] == []
+    assert [n for d, n in reached(MODULES + DAEMONS) if d == "plugin_utils"] == []
+
+
+def test_the_exporter_lists_what_it_reaches():
+    """The role installs EXPORTER_MODULE_UTILS: exactly what the daemon's imports reach."""
+    from ansible_collections.gcu.topsrider.plugins.module_utils._card_metrics import EXPORTER_MODULE_UTILS
+    assert sorted(n for _d, n in reached(DAEMONS)) == sorted(EXPORTER_MODULE_UTILS)
 
 
 def non_doc_lines(path):

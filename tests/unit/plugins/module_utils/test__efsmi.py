@@ -59,8 +59,9 @@ def test_fixtures(name, count, efsmi_ver, driver_ver, util, newline):
     assert res["efsmi_version"] == efsmi_ver
     assert res["driver_version"] == driver_ver
     assert [c["utilization_pct"] for c in res["cards"]] == util
+    extra = E.QUERY_EXTRA_KEYS if "-query-" in name else ()
     for card in res["cards"]:
-        assert sorted(card) == sorted(E.CARD_KEYS)
+        assert sorted(card) == sorted(E.CARD_KEYS + extra)
 
 
 def test_t20_idle_every_field():
@@ -92,7 +93,7 @@ def test_s60_query_fields():
         "index": 0, "model": "S60", "bus_id": "0000:17:00.0", "serial": "A0A1650510676",
         "uuid": "TR6Y46010302", "firmware": None, "device_id": "c035", "memory_total_mib": 42976,
         "memory_used_mib": 0, "temperature_c": 35, "power_w": 96.0, "power_cap_w": 300.0,
-        "utilization_pct": 0.0, "dpm": "Sleep", "ecc": "Enable", "health": True,
+        "utilization_pct": 0.0, "dpm": "Sleep", "ecc": "Enable", "health": True, "ecc_errors_uncorrected": 0,
     }
     assert (c1["memory_used_mib"], c1["temperature_c"], c1["power_w"], c1["dpm"]) == (20480, 61, 281.0, "Active")
 
@@ -421,3 +422,16 @@ def test_repeated_index():
     assert E.repeated_index([]) is None
     assert E.repeated_index([{"index": 0}, {"index": 1}]) is None
     assert E.repeated_index([{"index": 2}, {"index": 0}, {"index": 2}, {"index": 0}]) == 2
+
+
+def test_query_reads_total_dbe_as_uncorrected_ecc_errors():
+    text = fixture("s60-query-2card.txt")
+    head, sep, tail = text.partition("DEV ID 1")
+    c0, c1 = E.parse_query(head + sep + tail.replace("Total DBE               : 0", "Total DBE               : 7"))["cards"]
+    assert (c0["ecc_errors_uncorrected"], c1["ecc_errors_uncorrected"]) == (0, 7)
+    (card,) = E.parse_query(head.replace("Total DBE               : 0", "Total DBE               : N/A"))["cards"]
+    assert card["ecc_errors_uncorrected"] is None
+    with pytest.raises(E.EfsmiParseError, match="unrecognised count"):
+        E.parse_query(head.replace("Total DBE               : 0", "Total DBE               : lots"))
+    # The summary table has no such column: its cards have no such key.
+    assert "ecc_errors_uncorrected" not in parse("s60-summary-2card.txt")["cards"][0]

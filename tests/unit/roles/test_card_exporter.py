@@ -1,0 +1,318 @@
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The card exporter daemon (roles/card_exporter/files/topsrider-card-exporter)
+run as a process on 127.0.0.1, its tool the simulator's efsmi reading a state
+file that simctl edits, its library only the module_utils files
+_card_metrics.EXPORTER_MODULE_UTILS names (what the role installs): values
+served, a change seen after the next reading, a hung tool killed at --timeout
+with the ages growing while scrapes still answer at once, each failure counted
+by reason and logged once, 404 for other paths, SIGTERM a clean exit."""
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from conftest import TOP
+from test_node_python_floor import find_python
+
+from ansible_collections.gcu.topsrider.plugins.module_utils import _card_metrics
+
+DAEMON = os.path.join(TOP, "roles", "card_exporter", "files", "topsrider-card-exporter")
+ROOTFS = os.path.join(TOP, "sim", "node", "rootfs")
+SIMCTL = os.path.join(ROOTFS, "usr", "local", "bin", "simctl")
+EFSMI = os.path.join(ROOTFS, "usr", "sbin", "efsmi")
+INTERVAL = "0.2"
+
+
+def lib(tmp_path):
+    """A library tree with only the files the role installs."""
+    root = tmp_path / "lib"
+    d = root / "ansible_collections" / "gcu" / "topsrider" / "plugins" / "module_utils"
+    if root.exists():
+        return str(root)
+    d.mkdir(parents=True)
+    for p in [d] + list(d.parents)[:4]:
+        (p / "__init__.py").write_text("")
+    for name in _card_metrics.EXPORTER_MODULE_UTILS:
+        shutil.copy(os.path.join(TOP, "plugins", "module_utils", name + ".py"), str(d))
+    return str(root)
+
+
+class Node(object):
+    """A simulated node's state (simctl with every path redirected into tmp_path)."""
+
+    def __init__(self, tmp_path, cards=4):
+        self.tmp = tmp_path
+        self.env = dict(os.environ, SIM_STATE=str(tmp_path / "state.json"), SIM_PCI_ROOT=str(tmp_path / "pci"),
+                        SIM_DEV_ROOT=str(tmp_path / "dev"), SIM_SYSMODULE_ROOT=str(tmp_path / "mod"))
+        for d in ("pci", "dev", "mod"):
+            (tmp_path / d).mkdir(exist_ok=True)
+        self.simctl("reset", "--cards", str(cards))
+        # the fake tool: the simulator's efsmi for this state file
+        self.tool = tmp_path / "efsmi"
+        self.tool.write_text("#!/bin/sh\nSIM_STATE='%s' exec '%s' '%s' \"$@\"\n" % (
+            self.env["SIM_STATE"], sys.executable, EFSMI))
+        self.tool.chmod(0o755)
+
+    def simctl(self, *args):
+        proc = subprocess.run([sys.executable, SIMCTL] + list(args), env=self.env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True, check=False)
+        assert proc.returncode == 0, proc.stderr
+
+
+class Exporter(object):
+    def __init__(self, node, *extra, **kw):
+        argv = [kw.get("python", sys.executable), DAEMON, "--lib", lib(node.tmp), "--listen", "127.0.0.1:0", "--interval", INTERVAL,
+                "--timeout", kw.get("timeout", "0.5"), "--vendor", "enflame", "--tool", kw.get("tool", str(node.tool)),
+                "--pci-root", node.env["SIM_PCI_ROOT"], "--proc-root", kw.get("proc_root", "/proc")] + list(extra)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=str(node.tmp))
+        line = self.line(10)
+        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
+        assert m, line
+        self.url = "http://127.0.0.1:%s" % m.group(1)
+
+    def line(self, wait):
+        ready, _w, _x = select.select([self.proc.stderr], [], [], wait)
+        assert ready, "the exporter printed nothing within %ss" % wait
+        return self.proc.stderr.readline().decode()
+
+    def get(self, path="/metrics"):
+        started = time.monotonic()
+        with urllib.request.urlopen(self.url + path, timeout=5) as r:
+            body = r.read().decode()
+            return r.status, r.headers["Content-Type"], body, time.monotonic() - started
+
+    def metrics(self):
+        return self.get()[2]
+
+    def until(self, check, wait=10):
+        """The first scrape for which check(text) is true (polled every 50 ms)."""
+        deadline = time.monotonic() + wait
+        while True:
+            text = self.metrics()
+            if check(text):
+                return text
+            assert time.monotonic() < deadline, "not seen within %ss; last scrape:\n%s" % (wait, text)
+            time.sleep(0.05)
+
+    def stop(self):
+        """SIGTERM; returns (exit status, the rest of stderr)."""
+        self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(10)
+        return rc, self.proc.stderr.read().decode()
+
+
+@pytest.fixture
+def node(tmp_path):
+    return Node(tmp_path)
+
+
+@pytest.fixture
+def exporters():
+    started = []
+    yield started
+    for e in started:
+        if e.proc.poll() is None:
+            e.proc.kill()
+            e.proc.wait()
+
+
+def value(text, name, **labels):
+    """The value of the sample `name` whose labels include `labels` (None when there is none)."""
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                return s.value
+    return None
+
+
+def errors(text, reason):
+    return value(text, "topsrider_exporter_read_errors_total", reason=reason)
+
+
+def test_serves_the_cards_and_a_change_after_the_next_reading(node, exporters):
+    node.simctl("card", "1", "temperature_c=44", "link_width=8")
+    e = Exporter(node)
+    exporters.append(e)
+    text = e.until(lambda t: value(t, "topsrider_card_temperature_celsius", card="1") == 44)
+    assert value(text, "topsrider_card_pcie_link_width", card="1", bus_id="0000:3e:00.0") == 8
+    assert value(text, "topsrider_card_pcie_link_width_max", card="1") == 16
+    assert value(text, "topsrider_card_info", card="3", firmware="10.19.3", model="T20") == 1  # the table's firmware
+    assert value(text, "topsrider_exporter_interval_seconds") == float(INTERVAL)
+    assert 0 <= value(text, "topsrider_card_reading_age_seconds", card="0") < 5
+    assert all(errors(text, r) == 0 for r in _card_metrics.ERROR_REASONS)
+    # promtool (Debian's prometheus package, as test_prometheus_rules) lints the exposition
+    lint = subprocess.run(["promtool", "check", "metrics"], input=text, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    assert lint.returncode == 0, lint.stdout
+    status, ctype, _body, _s = e.get()
+    assert (status, ctype) == (200, _card_metrics.CONTENT_TYPE)
+
+    node.simctl("card", "2", "temperature_c=95", "ecc_uncorrected=4", "link_width=4", "utilization_pct=50")
+    text = e.until(lambda t: value(t, "topsrider_card_temperature_celsius", card="2") == 95)
+    assert value(text, "topsrider_card_ecc_uncorrected_errors_total", card="2") == 4
+    assert value(text, "topsrider_card_pcie_link_width", card="2") == 4
+    assert value(text, "topsrider_card_utilization_ratio", card="2") == 0.5
+
+    assert e.get("/")[0:2] == (200, "text/html; charset=utf-8")
+    with pytest.raises(urllib.error.HTTPError) as err:
+        e.get("/metricsx")
+    assert err.value.code == 404
+    rc, log = e.stop()
+    assert rc == 0 and log.strip().splitlines()[-1].endswith("stopped"), log
+    assert "fails" not in log  # no failure, no line per reading
+
+
+def test_a_hung_tool_is_killed_and_the_ages_grow_while_scrapes_answer(node, exporters):
+    e = Exporter(node, timeout="0.3")
+    exporters.append(e)
+    e.until(lambda t: value(t, "topsrider_card_reading_age_seconds", card="0") is not None)
+    node.simctl("set", "tool_hang=true")
+    text = e.until(lambda t: errors(t, "timeout") >= 3)
+    age = value(text, "topsrider_card_reading_age_seconds", card="0")
+    assert age >= 0.5  # three readings of at least --timeout each since the last good one
+    # the last good values are still served, and every scrape answers at once
+    assert value(text, "topsrider_card_temperature_celsius", card="0") == 30
+    times = [e.get()[3] for _n in range(20)]
+    assert max(times) < 0.25, times
+    later = e.metrics()
+    assert value(later, "topsrider_card_reading_age_seconds", card="0") > age
+    assert value(later, "topsrider_exporter_read_duration_seconds") >= 0.3
+    # each hung run was killed with its process group: none is left behind
+    hung = [p for p in os.listdir("/proc") if p.isdigit() and cmdline_has(p, node.env["SIM_STATE"])]
+    assert len(hung) <= 1, hung  # at most the run in progress
+    node.simctl("set", "tool_hang=false")
+    back = time.time()
+    text = e.until(lambda t: value(t, "topsrider_exporter_last_success_timestamp_seconds") > back)
+    assert value(text, "topsrider_card_reading_age_seconds", card="0") < time.time() - back + 0.1
+    rc, log = e.stop()
+    assert rc == 0
+    states = [line for line in log.splitlines() if "reading" in line]
+    assert len(states) == 2, log  # one line when it fails, one when it recovers
+    assert "reading fails (timeout)" in states[0] and "did not finish within 0.3s" in states[0]
+    assert "reading recovered" in states[1]
+
+
+def cmdline_has(pid, text):
+    try:
+        with open("/proc/%s/cmdline" % pid, "rb") as f:
+            cmd = f.read().decode("utf-8", "replace")
+        with open("/proc/%s/environ" % pid, "rb") as f:
+            env = f.read().decode("utf-8", "replace")
+    except OSError:
+        return False
+    return EFSMI in cmd and text in env
+
+
+def test_failures_by_reason(node, exporters, tmp_path):
+    # the tool is not there: missing_tool, and only the exporter's own series
+    e = Exporter(node, tool=str(tmp_path / "no-efsmi"))
+    exporters.append(e)
+    text = e.until(lambda t: errors(t, "missing_tool") >= 2)
+    assert value(text, "topsrider_card_temperature_celsius") is None
+    assert value(text, "topsrider_exporter_reads_total") >= 2
+    assert value(text, "topsrider_exporter_last_success_timestamp_seconds") is None
+    assert "not an executable file" in e.stop()[1]
+
+    e = Exporter(node)
+    exporters.append(e)
+    e.until(lambda t: value(t, "topsrider_card_healthy", card="0") == 1)
+    node.simctl("set", "driver_loaded=false")  # efsmi fails (exit 1)
+    text = e.until(lambda t: errors(t, "exit") >= 1)
+    assert value(text, "topsrider_card_healthy", card="0") == 1  # the last good reading, ageing
+    node.simctl("set", "driver_loaded=true")
+    back = time.time()
+    e.until(lambda t: (value(t, "topsrider_exporter_last_success_timestamp_seconds") or 0) > back)
+    node.tool.write_text("#!/bin/sh\necho 'efsmi: not what you expect'\n")
+    text = e.until(lambda t: errors(t, "parse") >= 1)
+    rc, log = e.stop()
+    assert rc == 0
+    assert [re.sub(r".*reading (\w+)( \((\w+)\))?.*", r"\1 \3", line).strip()
+            for line in log.splitlines() if "reading" in line] == ["fails exit", "recovered", "fails parse"]
+
+
+def fake_proc(root, pid, uid, env, holds):
+    d = root / str(pid)
+    (d / "fd").mkdir(parents=True)
+    (d / "cmdline").write_bytes(b"python\0train.py\0")
+    (d / "stat").write_text("%d (python) S 1 %d %d 0 -1" % (pid, pid, pid))
+    (d / "status").write_text("Name:\tpython\nUid:\t%d\t%d\t%d\t%d\n" % (uid, uid, uid, uid))
+    (d / "environ").write_bytes(b"".join(b"%s=%s\0" % (k.encode(), v.encode()) for k, v in env.items()))
+    for n, target in enumerate(holds):
+        os.symlink(target, str(d / "fd" / str(n + 3)))
+
+
+def test_holders_from_the_proc_scan(node, exporters, tmp_path):
+    proc = tmp_path / "proc"
+    fake_proc(proc, 4242, 0, {"SLURM_JOB_ID": "99", "LOCAL_RANK": "0"}, ["/dev/gcu1", "/dev/gcu2"])
+    fake_proc(proc, 4243, 0, {"SLURM_JOB_ID": "99"}, ["/dev/gcu2", "/dev/null"])
+    e = Exporter(node, proc_root=str(proc))
+    exporters.append(e)
+    text = e.until(lambda t: value(t, "topsrider_card_processes", card="2") is not None)
+    root = __import__("pwd").getpwuid(0).pw_name
+    assert value(text, "topsrider_card_holder_info", card="2", job="99", pids="4242,4243", user=root) == 1
+    assert value(text, "topsrider_card_holder_info", card="1", job="99", pids="4242", user=root) == 1
+    assert value(text, "topsrider_card_holder_info", card="0", job="", pids="", user="") == 1
+    assert [value(text, "topsrider_card_processes", card=str(i)) for i in range(4)] == [0, 1, 2, 0]
+    shutil.rmtree(str(proc))  # /proc unreadable: a holders error, the cards still read
+    text = e.until(lambda t: errors(t, "holders") >= 1)
+    assert value(text, "topsrider_card_temperature_celsius", card="0") == 30
+    assert e.stop()[0] == 0
+
+
+def test_the_table_is_best_effort(node, exporters, tmp_path):
+    """efsmi's table gives only the firmware: when it fails, -q's values are still served."""
+    tool = tmp_path / "efsmi-q-only"
+    tool.write_text("#!/bin/sh\n[ \"$1\" = -q ] && SIM_STATE='%s' exec '%s' '%s' -q\necho 'table: broken' >&2\nexit 3\n"
+                    % (node.env["SIM_STATE"], sys.executable, EFSMI))
+    tool.chmod(0o755)
+    e = Exporter(node, tool=str(tool))
+    exporters.append(e)
+    text = e.until(lambda t: (errors(t, "exit") or 0) >= 1 and value(t, "topsrider_card_healthy", card="0") == 1)
+    assert value(text, "topsrider_card_info", card="0", firmware="") == 1
+    assert value(text, "topsrider_exporter_last_success_timestamp_seconds") is None  # not wholly successful
+    rc, log = e.stop()
+    assert rc == 0 and "table: broken" in log
+
+
+def test_a_tool_of_no_known_name_needs_the_vendor(tmp_path):
+    proc = subprocess.run([sys.executable, DAEMON, "--lib", lib(tmp_path), "--tool", sys.executable],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=30,
+                          check=False)
+    assert proc.returncode == 2 and "name the vendor (--vendor)" in proc.stderr
+    proc = subprocess.run([sys.executable, DAEMON, "--lib", lib(tmp_path), "--vendor", "ascend"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=30,
+                          check=False)
+    assert proc.returncode == 2 and "unknown vendor 'ascend'" in proc.stderr
+
+
+def test_runs_on_python_3_6(node, exporters):
+    """The node floor of the daemon (standard library only, Python 3.6+)."""
+    e = Exporter(node, python=find_python("3.6"))
+    exporters.append(e)
+    e.until(lambda t: value(t, "topsrider_card_temperature_celsius", card="3") == 30)
+    assert e.stop()[0] == 0
+
+
+def test_sigterm_while_the_tool_hangs(node, exporters):
+    """SIGTERM stops the daemon at once, the hung tool killed with it."""
+    node.simctl("set", "tool_hang=true")
+    e = Exporter(node, timeout="30")
+    exporters.append(e)
+    deadline = time.monotonic() + 10
+    while not [p for p in os.listdir("/proc") if p.isdigit() and cmdline_has(p, node.env["SIM_STATE"])]:
+        assert time.monotonic() < deadline, "efsmi never started"
+        time.sleep(0.05)
+    started = time.monotonic()
+    rc, log = e.stop()
+    assert rc == 0 and time.monotonic() - started < 5 and "stopped" in log
+    assert [p for p in os.listdir("/proc") if p.isdigit() and cmdline_has(p, node.env["SIM_STATE"])] == []
