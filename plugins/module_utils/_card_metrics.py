@@ -64,8 +64,8 @@ METRICS = (
     _m("topsrider_card_pcie_link_speed_gts", "gauge", "PCIe link speed now in GT/s (sysfs current_link_speed)."),
     _m("topsrider_card_pcie_link_speed_max_gts", "gauge", "PCIe link speed maximum in GT/s (sysfs max_link_speed)."),
     _m("topsrider_card_holder_info", "gauge",
-       "Who holds the card's device file (1): Slurm job id, pids, user; empty when idle.",
-       CARD_LABELS + ("job", "pids", "user")),
+       "Who holds the card's device file (1): Slurm job id (slurm_job: job is the scrape's), pids, user; empty when idle.",
+       CARD_LABELS + ("slurm_job", "pids", "user")),
     _m("topsrider_card_processes", "gauge", "Processes holding the card's device file."),
     _m("topsrider_card_reading_age_seconds", "gauge",
        "Seconds since this card's newest successful reading, at scrape time."),
@@ -230,7 +230,7 @@ def _holder(holders, index):
     mine = sorted((h for h in holders if index in (h.get("cards") or [])), key=lambda h: h["pid"])
     jobs = sorted(set(h["slurm_job_id"] for h in mine if h.get("slurm_job_id")))
     users = sorted(set(h["user"] for h in mine if h.get("user")))
-    return {"job": ",".join(jobs), "pids": ",".join(str(h["pid"]) for h in mine), "user": ",".join(users)}, len(mine)
+    return {"slurm_job": ",".join(jobs), "pids": ",".join(str(h["pid"]) for h in mine), "user": ",".join(users)}, len(mine)
 
 
 def card_entry(card, vendor, link=None, holders=None):

@@ -259,9 +259,9 @@ def test_holders_from_the_proc_scan(node, exporters, tmp_path):
     exporters.append(e)
     text = e.until(lambda t: value(t, "topsrider_card_processes", card="2") is not None)
     root = __import__("pwd").getpwuid(0).pw_name
-    assert value(text, "topsrider_card_holder_info", card="2", job="99", pids="4242,4243", user=root) == 1
-    assert value(text, "topsrider_card_holder_info", card="1", job="99", pids="4242", user=root) == 1
-    assert value(text, "topsrider_card_holder_info", card="0", job="", pids="", user="") == 1
+    assert value(text, "topsrider_card_holder_info", card="2", slurm_job="99", pids="4242,4243", user=root) == 1
+    assert value(text, "topsrider_card_holder_info", card="1", slurm_job="99", pids="4242", user=root) == 1
+    assert value(text, "topsrider_card_holder_info", card="0", slurm_job="", pids="", user="") == 1
     assert [value(text, "topsrider_card_processes", card=str(i)) for i in range(4)] == [0, 1, 2, 0]
     shutil.rmtree(str(proc))  # /proc unreadable: a holders error, the cards still read
     text = e.until(lambda t: errors(t, "holders") >= 1)

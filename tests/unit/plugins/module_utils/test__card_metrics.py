@@ -38,7 +38,7 @@ CONTRACT = {
     "topsrider_card_pcie_link_width_max": ("gauge", ("card", "bus_id")),
     "topsrider_card_pcie_link_speed_gts": ("gauge", ("card", "bus_id")),
     "topsrider_card_pcie_link_speed_max_gts": ("gauge", ("card", "bus_id")),
-    "topsrider_card_holder_info": ("gauge", ("card", "bus_id", "job", "pids", "user")),
+    "topsrider_card_holder_info": ("gauge", ("card", "bus_id", "slurm_job", "pids", "user")),
     "topsrider_card_processes": ("gauge", ("card", "bus_id")),
     "topsrider_card_reading_age_seconds": ("gauge", ("card", "bus_id")),
     "topsrider_node_driver_info": ("gauge", ("vendor", "driver_version", "tool", "tool_version")),
@@ -129,8 +129,8 @@ def test_16_enflame_cards_from_the_simulated_efsmi(tmp_path):
     assert info["15"] == {"card": "15", "bus_id": "0000:c5:00.0", "vendor": "enflame", "model": "T20",
                           "serial": "W28001150115", "uuid": "W28001150115", "firmware": "10.19.3"}
     holder = dict((dict(k)["card"], dict(k)) for k in samples(text, "topsrider_card_holder_info"))
-    assert (holder["5"]["job"], holder["5"]["pids"], holder["5"]["user"]) == ("17", "4242,4243", "alice")
-    assert (holder["0"]["job"], holder["0"]["pids"], holder["0"]["user"]) == ("", "", "")
+    assert (holder["5"]["slurm_job"], holder["5"]["pids"], holder["5"]["user"]) == ("17", "4242,4243", "alice")
+    assert (holder["0"]["slurm_job"], holder["0"]["pids"], holder["0"]["user"]) == ("", "", "")
     assert by_card(text, "topsrider_card_processes") == dict((c, {"2": 1, "5": 2}.get(c, 0)) for c in cards)
     (drv,) = samples(text, "topsrider_node_driver_info")
     assert dict(drv) == {"vendor": "enflame", "driver_version": "2.4.20230829", "tool": "efsmi",
@@ -169,7 +169,7 @@ def test_an_hgx_capture_with_its_processes(tmp_path):
     reading = {"cards": cards, "driver_version": parsed["driver_version"], "tool_version": None, "listed": listed}
     text = render_reading(NVIDIA_SPEC, reading, tmp_path, holders)
     holder = dict((dict(k)["card"], dict(k)) for k in samples(text, "topsrider_card_holder_info"))
-    assert (holder["0"]["pids"], holder["0"]["job"], holder["0"]["user"]) == ("4711", "", "")
+    assert (holder["0"]["pids"], holder["0"]["slurm_job"], holder["0"]["user"]) == ("4711", "", "")
     assert [holder[str(i)]["pids"] for i in range(1, 8)] == [""] * 7
     assert by_card(text, "topsrider_card_utilization_ratio")["0"] == 1.0
     # gcu_devices' query has no corrected count, and there is no PCI view here: absent, not 0
@@ -218,7 +218,7 @@ def test_hostile_label_values_are_escaped():
     assert dict(info)["model"] == hostile and dict(info)["serial"] == "\\" and dict(info)["uuid"] == '"'
     assert dict(info)["firmware"] == "\n"
     (holder,) = samples(text, "topsrider_card_holder_info")
-    assert (dict(holder)["user"], dict(holder)["job"], dict(holder)["pids"]) == (hostile, 'job"1\\', "7")
+    assert (dict(holder)["user"], dict(holder)["slurm_job"], dict(holder)["pids"]) == (hostile, 'job"1\\', "7")
     (drv,) = samples(text, "topsrider_node_driver_info")
     assert dict(drv)["driver_version"] == hostile
     # every sample is one line: no raw newline inside a label value
