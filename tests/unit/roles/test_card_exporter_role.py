@@ -73,7 +73,7 @@ def test_the_installed_module_utils_are_the_daemons_import_closure():
 
 def render_unit(**over):
     values = dict(load("defaults", "main.yml"), **load("vars", "main.yml"))
-    values.update(ansible_managed="Ansible managed", card_exporter_unit_vendor="enflame")
+    values.update(card_exporter_unit_vendor="enflame")
     values.update(over)
     with open(os.path.join(ROLE, "templates", "topsrider-card-exporter.service.j2")) as f:
         return jinja2.Template(f.read(), keep_trailing_newline=True).render(**values)
