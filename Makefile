@@ -160,8 +160,8 @@ molecule-default-2.21: venv-2.21 collection-link
 # signing (issue 32: tampering refused, revocation, drift and rollback; two
 # nodes): 230 s alone on the 2-core machine, 2026-11-26, so before eccl_probe.
 # metrics (issue 33: the card exporter on two systemd nodes, a real Prometheus,
-# faults and alerts, drift's service finding): 239 s alone on the 2-core machine,
-# 2026-11-26 (with molecule's idempotence step, since left out: verify re-runs converge), so after eccl_probe.
+# faults and alerts, drift's service finding): 132 s alone on the 2-core machine,
+# 2026-11-26 (273 s beside drift), so after eccl_probe.
 SLOW_SCENARIOS := slurm rollback_truth staging fabric drift dist_launch
 FAST_POOL := make:readme-test make:sanity-2.21 make:units-2.21 fleet make:installed-test make:sanity signing eccl_probe \
              metrics bullseye default make:molecule-default-2.21 make:units nvidia_node gcu_devices bad_input deb_bundle \
