@@ -94,7 +94,7 @@ options:
         C(python), C(library) (C(name), C(package)), C(expected_count), C(require_healthy) and C(node) (the name
         findings carry); for a deploy also C(stage_path), C(manifest_sha256) and C(facts_file) (all three);
         optionally C(services), systemd unit names (C(playbooks/drift.yml) names the
-        P(gcu.topsrider.card_exporter#role)'s C(topsrider-card-exporter.service)):
+        P(gcu.topsrider.card_exporter#role)'s C(topsrider-card-exporter.service)) -
         a unit whose file is in C(/etc/systemd/system) must be active (C(systemctl is-active)), a finding of
         category C(service) otherwise; a unit without that file is not deployed there and not checked.
       - What it names is read besides what the other options ask for (every deb of the manifest, the files, the
