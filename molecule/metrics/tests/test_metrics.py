@@ -103,9 +103,9 @@ def test_the_service_runs_under_systemd_as_the_unprivileged_user(node):
     assert sh(node, "cat /proc/1/comm").strip() == "systemd"
     assert sh(node, "systemctl is-active %s" % UNIT).strip() == "active"
     assert sh(node, "systemctl is-enabled %s" % UNIT).strip() == "enabled"
-    props = dict(line.split("=", 1) for line in sh(node, "systemctl show %s -p User -p NoNewPrivileges -p "
-                                                        "ProtectSystem -p ProtectHome -p PrivateTmp -p Restart "
-                                                        "-p MainPID" % UNIT).splitlines())
+    shown = sh(node, "systemctl show %s -p User -p NoNewPrivileges -p ProtectSystem -p ProtectHome "
+                     "-p PrivateTmp -p Restart -p MainPID" % UNIT)
+    props = dict(line.split("=", 1) for line in shown.splitlines())
     assert (props["User"], props["NoNewPrivileges"], props["ProtectSystem"], props["ProtectHome"],
             props["PrivateTmp"], props["Restart"]) == ("topsrider-exporter", "yes", "strict", "yes", "yes",
                                                        "on-failure")
@@ -120,8 +120,8 @@ def test_the_service_runs_under_systemd_as_the_unprivileged_user(node):
     lib = "/usr/local/lib/topsrider-card-exporter"
     assert sh(node, "find %s ! -user root -o -perm /022" % lib) == ""
     mu = lib + "/ansible_collections/gcu/topsrider/plugins/module_utils"
-    assert sorted(sh(node, "ls %s" % mu).split()) == ["__init__.py", "_card_metrics.py", "_efsmi.py", "_holders.py",
-                                                     "_nvsmi.py", "_vendors.py"]
+    assert sorted(sh(node, "ls %s" % mu).split()) == [
+        "__init__.py", "_card_metrics.py", "_efsmi.py", "_holders.py", "_nvsmi.py", "_vendors.py"]
     for d in ("ansible_collections", "ansible_collections/gcu", "ansible_collections/gcu/topsrider",
               "ansible_collections/gcu/topsrider/plugins"):
         sh(node, "test -f %s/%s/__init__.py" % (lib, d))
