@@ -72,6 +72,12 @@ sim-image: docker
 sim-image-bullseye: docker
 	@sim/image/build.sh bullseye >/dev/null
 
+# The bookworm node with systemd as PID 1 (Debian's systemd from the host's
+# mirror; only molecule/metrics uses it: its role installs a systemd service).
+.PHONY: sim-image-systemd
+sim-image-systemd: sim-image
+	@sim/image/build-systemd.sh >/dev/null
+
 bundles:
 	@sim/bundles/build.sh >/dev/null
 
@@ -84,7 +90,7 @@ collection-link:
 	@mkdir -p $(dir $(COLL_LINK)) .cache/ansible-tmp .cache/ansible-home
 	@[ -L $(COLL_LINK) ] || ln -sfn ../../../.. $(COLL_LINK)
 
-setup: venv docker sim-image sim-image-bullseye bundles collection-link
+setup: venv docker sim-image sim-image-bullseye sim-image-systemd bundles collection-link
 
 # ---- tests ------------------------------------------------------------------
 test: setup changelog-lint docs-lint test-pool
@@ -154,12 +160,15 @@ molecule-default-2.21: venv-2.21 collection-link
 # tests/unit/test_test_pools.py checks that every scenario is in a pool.
 # signing (issue 32: tampering refused, revocation, drift and rollback; two
 # nodes): 230 s alone on the 2-core machine, 2026-11-26, so before eccl_probe.
+# metrics (issue 33: the card exporter on two systemd nodes, a real Prometheus,
+# faults and alerts, drift's service finding): 132 s alone on the 2-core machine,
+# 2026-11-26 (273 s beside drift), so after eccl_probe.
 SLOW_SCENARIOS := slurm rollback_truth staging fabric drift dist_launch
 FAST_POOL := make:readme-test make:sanity-2.21 make:units-2.21 fleet make:installed-test make:sanity signing eccl_probe \
-             bullseye default make:molecule-default-2.21 make:units nvidia_node gcu_devices bad_input deb_bundle \
+             metrics bullseye default make:molecule-default-2.21 make:units nvidia_node gcu_devices bad_input deb_bundle \
              make:perf-check make:lint
 FULL_POOL := slurm rollback_truth fabric make:readme-test make:sanity-2.21 make:units-2.21 staging fleet \
-             make:installed-test drift dist_launch make:sanity signing eccl_probe bullseye default make:molecule-default-2.21 \
+             make:installed-test drift dist_launch make:sanity signing eccl_probe metrics bullseye default make:molecule-default-2.21 \
              make:units nvidia_node gcu_devices bad_input deb_bundle make:perf-check make:lint
 
 # make molecule: the scenarios of make test's pool alone.

@@ -15,7 +15,10 @@ are CATEGORIES. The desired state of one node is:
      python: path, library: {name, package} or None,
      expected_count: int or None, require_healthy: bool, node: name,
      package_files: bool (optional: verify the files of every deb against
-     what dpkg installed; the drift check sets it)}
+     what dpkg installed; the drift check sets it),
+     services: [unit name, ...] (optional: each unit whose file the collection
+     installed in /etc/systemd/system must be active; the drift check names
+     the card_exporter role's service)}
 and, for a deploy, where the release is staged and what names it:
     {stage_path, manifest_sha256, facts_file}
 The actual state is topsrider_state's `state`, plus optionally `probe`: an
@@ -41,15 +44,20 @@ import difflib
 import hashlib
 import json
 import os
+import re
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._torch_rule import torch_matches
 from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import vendor_spec
 
 # revoked: the release the node runs is on the operators' signed revocation
 # list (docs/signing.md); drift.yml adds it on the controller, where the list is checked.
-CATEGORIES = ("package", "integrity", "env", "wheel", "library", "device", "health", "revoked", "unreachable")
+# service: a systemd unit the collection installed (the card_exporter role's) is not running.
+CATEGORIES = ("package", "integrity", "env", "wheel", "library", "device", "health", "service", "revoked",
+              "unreachable")
 # The checks every reachable node gets (one JUnit test case each).
-CHECKS = ("package", "integrity", "env", "wheel", "library", "device", "health", "revoked")
+CHECKS = ("package", "integrity", "env", "wheel", "library", "device", "health", "service", "revoked")
+# A systemd unit name the services check accepts (desired.services).
+UNIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9@_.:-]*\.service\Z")
 # How many files of one package the integrity check names (the rest are counted in one more finding).
 MAX_NAMED_FILES = 20
 # What a deploy's desired state adds to the drift check's.
@@ -243,6 +251,22 @@ def _devices(node, desired, actual):
     return out
 
 
+def service_findings(node, actual):
+    """A unit the collection installed (its file exists) that is not active: one finding each. A unit
+    whose file is absent was never deployed on the node and is not checked."""
+    out = []
+    for name, svc in sorted((actual.get("services") or {}).items()):
+        if not svc.get("deployed") or svc.get("active") == "active":
+            continue
+        state = svc.get("active") or "unknown"
+        detail = "%s is %s" % (name, state)
+        if svc.get("error"):
+            detail += ": %s" % svc["error"]
+        out.append(finding(node, "service", name + " running", "active", state,
+                           detail + " (systemctl status %s; the card_exporter role starts it)" % name))
+    return out
+
+
 def _probe_category(code):
     if code.startswith("LIBRARY"):
         return "library"
@@ -275,7 +299,7 @@ def node_findings(node, desired, actual):
         raise DriftError("actual state of %s is not a dict" % node)
     found = (_packages(node, desired, actual) + _package_files(node, desired, actual) + _files(node, desired, actual)
              + _wheel(node, desired, actual) + library_findings(node, desired, actual) + _devices(node, desired, actual)
-             + probe_findings(node, actual.get("probe")))
+             + service_findings(node, actual) + probe_findings(node, actual.get("probe")))
     return sorted_findings(found)
 
 
@@ -351,6 +375,10 @@ def desired_problems(desired):
         out.append("desired.library is {name: a file name such as libeccl.so, package: its Debian package}")
     if desired.get("package_files") not in (None, True, False):
         out.append("desired.package_files is true or false, got %r" % (desired.get("package_files"),))
+    services = desired.get("services")
+    if services is not None and (not isinstance(services, list)
+                                 or not all(isinstance(u, str) and UNIT_NAME.match(u) for u in services)):
+        out.append("desired.services is a list of systemd unit names (name.service), got %r" % (services,))
     if desired.get("python") is not None and not _is_abs_path(desired.get("python")):
         out.append("desired.python is the training interpreter's absolute path, got %r" % desired.get("python"))
     given = [k for k in STAGE_KEYS if desired.get(k) not in (None, "")]
@@ -371,7 +399,7 @@ def is_deploy(desired):
 def desired_reads(desired):
     """What topsrider_state reads to compare a node with `desired`:
     {packages, package_files, files, python, library, library_package,
-    devices}. A deploy's desired state adds the local facts and every staged
+    devices, services}. A deploy's desired state adds the local facts and every staged
     file; package_files (the debs whose files are verified) only when
     desired.package_files is true."""
     manifest = desired.get("manifest") or {}
@@ -385,7 +413,8 @@ def desired_reads(desired):
     lib = desired.get("library") or {}
     return {"packages": packages, "package_files": packages if desired.get("package_files") else [],
             "files": files, "python": desired.get("python"),
-            "library": lib.get("name"), "library_package": lib.get("package"), "devices": True}
+            "library": lib.get("name"), "library_package": lib.get("package"), "devices": True,
+            "services": list(desired.get("services") or [])}
 
 
 def compare(desired, state):

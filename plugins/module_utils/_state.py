@@ -178,6 +178,25 @@ def read_python(module, python):
     return result
 
 
+# Where the collection's roles install their systemd units (the card_exporter role's).
+SYSTEMD_UNIT_DIR = "/etc/systemd/system"
+
+
+def service_state(deployed, rc=None, out=None, err=None):
+    """One unit: deployed (its file is in SYSTEMD_UNIT_DIR), active (what
+    `systemctl is-active` printed: active, inactive, failed, activating, ...;
+    None when it printed nothing) and error (systemctl's complaint when it
+    answered no state, such as a node whose PID 1 is not systemd)."""
+    if not deployed:
+        return {"deployed": False, "active": None, "error": None}
+    words = (out or "").strip().split()
+    active = words[0] if words else None
+    error = None
+    if active is None or (rc not in (0, None) and (err or "").strip()):
+        error = " | ".join((err or "").strip().splitlines()[-2:]) or "systemctl printed no state (rc=%s)" % rc
+    return {"deployed": True, "active": active, "error": error}
+
+
 def file_state(path, max_bytes=MAX_CONTENT_BYTES):
     """exists, type, sha256, size, mode ('0644'), owner, group and, for a
     small UTF-8 file, its content."""

@@ -26,7 +26,7 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._node import (
 from ansible_collections.gcu.topsrider.plugins.module_utils._slurm import NODE_NAME, slurm_state
 from ansible_collections.gcu.topsrider.plugins.module_utils._state import (
     file_state, library_state, listed_paths, owned_files, package_files_state, packages_state, parse_dpkg_verify,
-    read_python, space_state, system_state,
+    SYSTEMD_UNIT_DIR, read_python, service_state, space_state, system_state,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import VendorError, vendor_spec
 
@@ -128,6 +128,24 @@ def read_devices(module, efsmi_path):
     return result
 
 
+def read_services(module, names):
+    """{unit: service_state} for the units `names`: only a unit whose file is
+    in SYSTEMD_UNIT_DIR (the collection installed it) is asked about, with
+    `systemctl is-active`."""
+    out = {}
+    for name in names:
+        if not os.path.isfile(os.path.join(SYSTEMD_UNIT_DIR, name)):
+            out[name] = service_state(False)
+            continue
+        systemctl = module.get_bin_path("systemctl", required=False)
+        if not systemctl:
+            out[name] = service_state(True, None, "", "systemctl not found: the node has no systemd")
+            continue
+        rc, stdout, stderr = module.run_command([systemctl, "is-active", "--", name], environ_update=C_LOCALE)
+        out[name] = service_state(True, rc, stdout, stderr)
+    return out
+
+
 def read_dpkg_lock():
     try:
         return {"busy": dpkg_lock_busy(), "error": None}
@@ -172,6 +190,7 @@ def read_state(module, p):
     `desired` also {findings, pending}."""
     reads = dict((k, p[k]) for k in ("packages", "package_files", "files", "python", "library", "library_package",
                                      "devices"))
+    reads["services"] = []
     if p["job"] is not None:
         # The job's library: its resolution, its package's version and files.
         lib = vendor_spec(p["job"])["job_library"] or {}
@@ -187,6 +206,7 @@ def read_state(module, p):
         for key in ("python", "library", "library_package"):
             reads[key] = reads[key] or want[key]
         reads["devices"] = True
+        reads["services"] = want["services"]
     # A verified package's version is read too (the reinstall hint names it).
     reads["packages"] = list(dict.fromkeys(list(reads["packages"]) + list(reads["package_files"])))
     packages = read_packages(module, reads["packages"])
@@ -204,6 +224,7 @@ def read_state(module, p):
         "holders": holders_state() if p["holders"] else None,
         "slurm": slurm_state(module, p["slurm_node"], p["slurm_jobs"], p["slurm_cluster"], p["feature_prefix"])
         if p["slurm_node"] is not None else None,
+        "services": read_services(module, reads["services"]) if reads["services"] else None,
     }
     state["job"] = read_job(p["job"], p["job_env_file"], state) if p["job"] is not None else None
     result = {"state": state}

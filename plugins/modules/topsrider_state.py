@@ -92,7 +92,11 @@ options:
       - The state the node should be in (C(desired_state) of C(playbooks/vars/desired_state.yml)) - C(manifest)
         (the bundle's C(manifest.json)), C(hold), C(files) (each path's C(content), C(mode), C(owner), C(group)),
         C(python), C(library) (C(name), C(package)), C(expected_count), C(require_healthy) and C(node) (the name
-        findings carry); for a deploy also C(stage_path), C(manifest_sha256) and C(facts_file) (all three).
+        findings carry); for a deploy also C(stage_path), C(manifest_sha256) and C(facts_file) (all three);
+        optionally C(services), systemd unit names (C(playbooks/drift.yml) names the
+        P(gcu.topsrider.card_exporter#role)'s C(topsrider-card-exporter.service)) -
+        a unit whose file is in C(/etc/systemd/system) must be active (C(systemctl is-active)), a finding of
+        category C(service) otherwise; a unit without that file is not deployed there and not checked.
       - What it names is read besides what the other options ask for (every deb of the manifest, the files, the
         Python, the library, the cards; for a deploy also the local facts and every staged file), and the node is
         compared with it - the collection's one comparison (C(plugins/module_utils/_compare.py)), the same
@@ -296,6 +300,13 @@ state:
       type: dict
       sample: {"os_family": "Debian", "distribution": "debian", "distribution_version": "12", "architecture": "x86_64",
                "local": {"topsrider": {"version": "2.5.136", "snapshot": "20261124T070404Z"}}}
+    services:
+      description: >-
+        With O(desired) naming C(services): per unit, C(deployed) (its file is in C(/etc/systemd/system)),
+        C(active) (what C(systemctl is-active) printed) and C(error) (systemctl's complaint when it printed no
+        state, such as on a node whose PID 1 is not systemd). Null otherwise.
+      type: dict
+      sample: {"topsrider-card-exporter.service": {"deployed": true, "active": "failed", "error": null}}
     holders:
       description: >-
         C(processes), the processes that hold a card (C(pid), C(ppid), C(user), C(command), C(devices),

@@ -30,7 +30,7 @@ DEPLOY = dict(DRIFT, stage_path=STAGE, manifest_sha256="33" * 32, facts_file=FAC
 def test_drift_reads_the_debs_files_python_library_and_cards():
     assert _compare.desired_reads(DRIFT) == {
         "packages": ["tops-sdk"], "package_files": [], "files": [ENV], "python": "/usr/bin/python3",
-        "library": "libeccl.so", "library_package": "tops-eccl", "devices": True}
+        "library": "libeccl.so", "library_package": "tops-eccl", "devices": True, "services": []}
     # The drift check's package_files: every deb's files are verified too.
     assert _compare.desired_reads(dict(DRIFT, package_files=True))["package_files"] == ["tops-sdk"]
 
@@ -48,6 +48,9 @@ def test_a_deploy_also_reads_the_local_facts_and_every_staged_file():
     ({"files": ["/etc/x"]}, "maps absolute paths"),
     ({"library": {"name": "/usr/lib/libeccl.so"}}, "file name"),
     ({"python": "python3"}, "absolute path"),
+    ({"services": "topsrider-card-exporter.service"}, "systemd unit names"),
+    ({"services": ["../x.service"]}, "systemd unit names"),
+    ({"services": ["topsrider-card-exporter"]}, "systemd unit names"),
     ({"package_files": "yes"}, "package_files is true or false"),
     ({"stage_path": STAGE}, "go together"),
     ({"stage_path": "stage", "manifest_sha256": "33", "facts_file": FACTS}, "stage_path is an absolute path"),
@@ -137,3 +140,31 @@ def test_integrity_that_could_not_be_read_is_one_finding():
     out = _compare.compare(dict(DRIFT, package_files=True), state)["findings"]
     assert [(f["category"], f["check"], f["detail"]) for f in out] == [
         ("integrity", "package files", "`dpkg --verify` failed (rc=2): boom")]
+
+
+def test_the_drift_check_reads_the_services_it_names():
+    assert _compare.desired_reads(dict(DRIFT, services=["topsrider-card-exporter.service"]))["services"] == [
+        "topsrider-card-exporter.service"]
+
+
+@pytest.mark.parametrize("svc, found", [
+    ({"deployed": False, "active": None, "error": None}, []),
+    ({"deployed": True, "active": "active", "error": None}, []),
+    ({"deployed": True, "active": "inactive", "error": None}, [("active", "inactive")]),
+    ({"deployed": True, "active": "failed", "error": None}, [("active", "failed")]),
+    ({"deployed": True, "active": None, "error": "System has not been booted with systemd"}, [("active", "unknown")]),
+])
+def test_a_deployed_service_that_is_not_active_is_a_service_finding(svc, found):
+    state = {"services": {"topsrider-card-exporter.service": svc}}
+    got = _compare.service_findings("n1", state)
+    assert [(f["expected"], f["actual"]) for f in got] == found
+    assert all(f["category"] == "service" and f["check"] == "topsrider-card-exporter.service running"
+               and "topsrider-card-exporter.service is" in f["detail"] for f in got)
+    if svc["error"]:
+        assert svc["error"] in got[0]["detail"]
+    # and through the one comparison
+    assert [f for f in _compare.compare(DRIFT, state)["findings"] if f["category"] == "service"] == got
+
+
+def test_service_is_a_category_and_a_check_of_its_own():
+    assert "service" in _compare.CATEGORIES and "service" in _compare.CHECKS

@@ -214,3 +214,20 @@ def test_package_files_state_puts_each_file_with_the_package_that_lists_it():
     assert [i["path"] for i in got["p"]] == ["/a/lib.so"] and [i["path"] for i in got["q"]] == ["/b/tool"]
     # One package verified: every line is its own, no listing needed.
     assert [i["path"] for i in _state.package_files_state(["p"], problems)["p"]] == ["/a/lib.so", "/b/tool"]
+
+
+@pytest.mark.parametrize("args, want", [
+    ((False,), {"deployed": False, "active": None, "error": None}),
+    ((True, 0, "active\n", ""), {"deployed": True, "active": "active", "error": None}),
+    ((True, 3, "inactive\n", ""), {"deployed": True, "active": "inactive", "error": None}),
+    ((True, 3, "failed\n", ""), {"deployed": True, "active": "failed", "error": None}),
+    # a node whose PID 1 is not systemd: systemctl says why
+    ((True, 1, "", "System has not been booted with systemd as init system (PID 1). Can't operate.\n"
+      "Failed to connect to bus: Host is down\n"),
+     {"deployed": True, "active": None,
+      "error": "System has not been booted with systemd as init system (PID 1). Can't operate. | "
+               "Failed to connect to bus: Host is down"}),
+    ((True, 4, "", ""), {"deployed": True, "active": None, "error": "systemctl printed no state (rc=4)"}),
+])
+def test_service_state(args, want):
+    assert _state.service_state(*args) == want

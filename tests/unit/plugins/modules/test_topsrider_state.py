@@ -96,7 +96,8 @@ def test_nothing_asked_runs_nothing(run):
     result, calls = run({}, {})
     assert calls == [] and result["state"] == {"packages": {}, "package_files": None, "files": {}, "python": None,
                                                "library": None, "job": None, "devices": None, "dpkg_lock": None, "space": None,
-                                               "system": None, "holders": None, "slurm": None}
+                                               "system": None, "holders": None, "slurm": None,
+                                               "services": None}
 
 
 def test_system_part_reads_the_os_and_the_local_facts_without_a_command(run, tmp_path):
@@ -269,3 +270,40 @@ def test_job_names_the_launchers_missing_file_in_its_words_and_the_librarys_chan
     assert job["problems"][1]["message"].startswith(
         "tops-eccl: /usr/local/tops/lib/libeccl.so changed (md5 differs from what dpkg installed); reinstall tops-eccl "
         "2.5.136-1")
+
+
+def test_services_asks_systemctl_only_about_a_unit_whose_file_is_installed(run, tmp_path, monkeypatch):
+    """drift.yml's services check (the card_exporter role's unit): a unit file in the unit directory
+    and not active is a finding of category service; a unit never deployed there is not asked about."""
+    units = tmp_path / "units"
+    units.mkdir()
+    (units / "topsrider-card-exporter.service").write_text(u"[Service]\n")
+    monkeypatch.setattr(_state_read, "SYSTEMD_UNIT_DIR", str(units))
+    desired = _desired(tmp_path, expected_count=None, files={},
+                       services=["topsrider-card-exporter.service", "other.service"])
+    result, calls = run({"desired": desired, "efsmi_path": "/bin/true"},
+                        {("dpkg-query", "-W", "--", "tops-eccl"): (0, QUERY, ""),
+                         ("true", "-q"): (0, efsmi_fixture("t20-query-1card-new-keys.txt"), ""),
+                         ("python", "is-active", "--", "topsrider-card-exporter.service"): (3, "failed\n", "")})
+    assert ["/usr/bin/systemctl", "is-active", "--", "topsrider-card-exporter.service"] in calls
+    assert not any("other.service" in a for argv in calls for a in argv)
+    assert result["state"]["services"] == {
+        "topsrider-card-exporter.service": {"deployed": True, "active": "failed", "error": None},
+        "other.service": {"deployed": False, "active": None, "error": None}}
+    svc = [f for f in result["findings"] if f["category"] == "service"]
+    assert [(f["check"], f["expected"], f["actual"]) for f in svc] == [
+        ("topsrider-card-exporter.service running", "active", "failed")]
+
+
+def test_an_active_service_is_no_finding(run, tmp_path, monkeypatch):
+    units = tmp_path / "units"
+    units.mkdir()
+    (units / "topsrider-card-exporter.service").write_text(u"[Service]\n")
+    monkeypatch.setattr(_state_read, "SYSTEMD_UNIT_DIR", str(units))
+    desired = _desired(tmp_path, expected_count=None, files={}, services=["topsrider-card-exporter.service"])
+    result, calls = run({"desired": desired, "efsmi_path": "/bin/true"},
+                        {("dpkg-query", "-W", "--", "tops-eccl"): (0, QUERY, ""),
+                         ("true", "-q"): (0, efsmi_fixture("t20-query-1card-new-keys.txt"), ""),
+                         ("python", "is-active"): (0, "active\n", "")})
+    assert result["state"]["services"]["topsrider-card-exporter.service"]["active"] == "active"
+    assert [f for f in result["findings"] if f["category"] == "service"] == []

@@ -219,12 +219,12 @@ def test_junit_validates_and_has_a_case_per_node_and_check():
     assert "gcu3 health: expected healthy, actual unhealthy" in n2["health"]["failure"]["@message"]
     assert (suites[1]["@failures"], suites[1]["@errors"], suites[2]["@errors"]) == (2, 0, 1)
     assert (doc["@tests"], doc["@failures"], doc["@errors"]) == (3 * (1 + len(_drift.CHECKS)), 2, 1)
-    # The unreachable node: one error (reachable), its seven checks did not run.
+    # The unreachable node: one error (reachable), its nine checks did not run.
     n3 = dict((c["@name"], c) for c in suites[2]["testcase"])
-    assert "error" in n3["reachable"] and suites[2]["@skipped"] == len(_drift.CHECKS) == 8
+    assert "error" in n3["reachable"] and suites[2]["@skipped"] == len(_drift.CHECKS) == 9
     assert all(set(n3[c]) & {"error", "failure", "skipped"} == {"skipped"} for c in _drift.CHECKS)
     assert n3["health"]["skipped"]["@message"] == "not checked: the node was unreachable"
-    assert [s["@skipped"] for s in suites] == [0, 0, 8]
+    assert [s["@skipped"] for s in suites] == [0, 0, 9]
 
 
 def test_junit_schema_rejects_what_is_not_junit():

@@ -1,0 +1,218 @@
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The card_exporter role on two simulated T20 nodes (systemd as PID 1),
+scraped by a real Prometheus on the controller (prepare.yml): the services
+and their hardening; the faults simctl makes (SIMULATOR) reach Prometheus's
+API within two scrape intervals plus the exporter's reading interval, and the
+matching alert rules of contrib/prometheus/topsrider-cards.yml are pending or
+firing one evaluation later; a hung tool is staleness, never a hung scrape; a
+re-run of the role changes nothing; a stopped exporter is
+TopsRiderCardExporterDown and a drift.yml finding of category service.
+
+The tests run in file order: each leaves the nodes as the next one expects."""
+import json
+import os
+import re
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+
+EPH = os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]
+TOP = os.environ["MOLECULE_PROJECT_DIRECTORY"]
+NODE1, NODE2 = "topsrider-metrics-node1", "topsrider-metrics-node2"
+CARDS = {NODE1: 8, NODE2: 16}
+PROMETHEUS = "http://127.0.0.1:19490"
+UNIT = "topsrider-card-exporter.service"
+# molecule.yml (the exporter) and prepare.yml (Prometheus), in seconds.
+INTERVAL, TIMEOUT, SCRAPE, EVALUATION = 2, 1, 2, 2
+# What a docker exec and a loaded 2-core machine add to each bound.
+SLACK = 2
+# New values: two scrapes plus one reading; an alert: one evaluation more.
+VALUES_WITHIN = 2 * SCRAPE + INTERVAL + SLACK
+ALERTS_WITHIN = VALUES_WITHIN + EVALUATION
+CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE = 2, 19
+
+
+def dexec(node, command):
+    proc = subprocess.run(["docker", "exec", node, "sh", "-c", command], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=60, check=False)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def sh(node, command):
+    rc, out, err = dexec(node, command)
+    assert rc == 0, "%s: %s failed (rc=%d): %s%s" % (node, command, rc, out, err)
+    return out
+
+
+def api(path, **params):
+    url = PROMETHEUS + path + ("?" + urllib.parse.urlencode(params) if params else "")
+    with urllib.request.urlopen(url, timeout=5) as r:
+        doc = json.loads(r.read().decode("utf-8"))
+    assert doc["status"] == "success", doc
+    return doc["data"]
+
+
+def query(expr):
+    """{(node, card or None, other labels...): value} of an instant query."""
+    return dict((tuple(sorted(s["metric"].items())), float(s["value"][1]))
+                for s in api("/api/v1/query", query=expr)["result"])
+
+
+def value(expr):
+    found = api("/api/v1/query", query=expr)["result"]
+    return float(found[0]["value"][1]) if len(found) == 1 else None
+
+
+def alerts(name, node, card=None):
+    """The states of the alerts `name` for `node` (and card)."""
+    return sorted(a["state"] for a in api("/api/v1/alerts")["alerts"]
+                  if a["labels"].get("alertname") == name and a["labels"].get("node") == node
+                  and (card is None or a["labels"].get("card") == str(card)))
+
+
+def within(seconds, check, what):
+    """Poll `check` until it is true; fails after `seconds`. Returns the seconds it took."""
+    start = time.monotonic()
+    last = None
+    while True:
+        last = check()
+        took = time.monotonic() - start
+        if last:
+            # the measured times, for docs and the curious (not a result of the test)
+            with open(os.path.join(TOP, ".cache", "molecule-logs", "metrics-times.txt"), "a") as f:
+                f.write("%s: %.1f s (bound %.1f s)\n" % (what, took, seconds))
+            return took
+        assert took <= seconds, "%s: not within %.1f s (last: %r)" % (what, seconds, last)
+        time.sleep(0.2)
+
+
+def playbook(*args):
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    proc = subprocess.run(["ansible-playbook", "-i", os.path.join(EPH, "inventory")] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, env=env,
+                          cwd=TOP, timeout=600, check=False)
+    return proc.returncode, re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout)
+
+
+@pytest.mark.parametrize("node", [NODE1, NODE2])
+def test_the_service_runs_under_systemd_as_the_unprivileged_user(node):
+    assert sh(node, "cat /proc/1/comm").strip() == "systemd"
+    assert sh(node, "systemctl is-active %s" % UNIT).strip() == "active"
+    assert sh(node, "systemctl is-enabled %s" % UNIT).strip() == "enabled"
+    shown = sh(node, "systemctl show %s -p User -p NoNewPrivileges -p ProtectSystem -p ProtectHome "
+                     "-p PrivateTmp -p Restart -p MainPID" % UNIT)
+    props = dict(line.split("=", 1) for line in shown.splitlines())
+    assert (props["User"], props["NoNewPrivileges"], props["ProtectSystem"], props["ProtectHome"],
+            props["PrivateTmp"], props["Restart"]) == ("topsrider-exporter", "yes", "strict", "yes", "yes",
+                                                       "on-failure")
+    status = sh(node, "cat /proc/%s/status" % props["MainPID"])
+    assert re.search(r"^Uid:\s+(\d+)", status, re.M).group(1) != "0"
+    caps = dict(re.findall(r"^(Cap\w+):\s+([0-9a-f]+)$", status, re.M))
+    assert int(caps["CapEff"], 16) == (1 << CAP_DAC_READ_SEARCH) | (1 << CAP_SYS_PTRACE)
+    assert int(caps["CapBnd"], 16) == (1 << CAP_DAC_READ_SEARCH) | (1 << CAP_SYS_PTRACE)
+    user = sh(node, "getent passwd topsrider-exporter").strip().split(":")
+    assert user[6] == "/usr/sbin/nologin" and dexec(node, "test -e '%s'" % user[5])[0] != 0
+    # root's, and nothing the user could change
+    lib = "/usr/local/lib/topsrider-card-exporter"
+    assert sh(node, "find %s ! -user root -o -perm /022" % lib) == ""
+    mu = lib + "/ansible_collections/gcu/topsrider/plugins/module_utils"
+    assert sorted(sh(node, "ls %s" % mu).split()) == [
+        "__init__.py", "_card_metrics.py", "_efsmi.py", "_holders.py", "_nvsmi.py", "_vendors.py"]
+    for d in ("ansible_collections", "ansible_collections/gcu", "ansible_collections/gcu/topsrider",
+              "ansible_collections/gcu/topsrider/plugins"):
+        sh(node, "test -f %s/%s/__init__.py" % (lib, d))
+
+
+def test_prometheus_scrapes_both_nodes_every_card():
+    def ready():
+        up = query('up{job="topsrider-cards"}')
+        cards = query('count by (node) (topsrider_card_temperature_celsius{job="topsrider-cards"})')
+        return (sorted(up.values()) == [1.0, 1.0]
+                and {dict(k)["node"]: v for k, v in cards.items()} == {NODE1: 8.0, NODE2: 16.0})
+    within(ALERTS_WITHIN, ready, "both exporters up, 8 and 16 cards")
+    assert value('topsrider_exporter_interval_seconds{node="%s"}' % NODE1) == INTERVAL
+    # No alert on healthy idle nodes (once the rules saw both exporters up).
+    within(EVALUATION + SLACK, lambda: [a["labels"]["alertname"] for a in api("/api/v1/alerts")["alerts"]] == [],
+           "no alert")
+
+
+def test_a_hot_card_with_ecc_errors_and_a_link_at_x8_shows_and_alerts_in_time():
+    card = 3
+    sel = '{node="%s",card="%d"}' % (NODE1, card)
+    assert value("topsrider_card_ecc_uncorrected_errors_total" + sel) == 0
+    assert value("topsrider_card_pcie_link_width_max" + sel) == 16
+    sh(NODE1, "simctl card %d temperature_c=97 ecc_uncorrected=5 link_width=8" % card)
+    took = within(VALUES_WITHIN, lambda: (value("topsrider_card_temperature_celsius" + sel),
+                                          value("topsrider_card_ecc_uncorrected_errors_total" + sel),
+                                          value("topsrider_card_pcie_link_width" + sel)) == (97, 5, 8),
+                  "the new values in Prometheus")
+    print("values after %.1f s" % took)
+    wanted = ("TopsRiderCardTemperatureHigh", "TopsRiderCardTemperatureCritical", "TopsRiderCardEccUncorrectedErrors",
+              "TopsRiderCardPCIeWidthBelowMax")
+    took = within(ALERTS_WITHIN, lambda: all(set(alerts(n, NODE1, card)) & {"pending", "firing"} for n in wanted),
+                  "the alerts pending or firing")
+    print("alerts after %.1f s" % took)
+    # only that card, only that node
+    for a in api("/api/v1/alerts")["alerts"]:
+        assert (a["labels"].get("node"), a["labels"].get("card")) == (NODE1, str(card)), a
+    assert value('topsrider_card_pcie_link_width{node="%s",card="2"}' % NODE1) == 16
+
+
+def test_a_hung_tool_is_staleness_not_a_hung_scrape():
+    sel = '{node="%s",card="0"}' % NODE1
+    timeouts = 'topsrider_exporter_read_errors_total{node="%s",reason="timeout"}' % NODE1
+    before = value(timeouts) or 0
+    sh(NODE1, "simctl set tool_hang=true")
+    hung = time.monotonic()
+    try:
+        took = within(VALUES_WITHIN + TIMEOUT, lambda: (value(timeouts) or 0) > before
+                      and (value("topsrider_card_reading_age_seconds" + sel) or 0) > INTERVAL + TIMEOUT,
+                      "timeouts counted and the reading's age growing")
+        print("staleness after %.1f s" % took)
+        # ages grow past three reading intervals: TopsRiderCardReadingStale
+        took = within(3 * INTERVAL + ALERTS_WITHIN, lambda: set(alerts("TopsRiderCardReadingStale", NODE1))
+                      & {"pending", "firing"}, "TopsRiderCardReadingStale")
+        print("stale alert after %.1f s" % took)
+        # scrapes never waited on the tool (killed after TIMEOUT): every one since the hang answered, each
+        # in less than TIMEOUT (Prometheus's scrape timeout is the 2 s interval, for a loaded machine)
+        since = "%ds" % (time.monotonic() - hung)
+        assert value('min_over_time(up{node="%s"}[%s])' % (NODE1, since)) == 1
+        assert value('max_over_time(scrape_duration_seconds{node="%s"}[%s])' % (NODE1, since)) < TIMEOUT
+        # the other node reads on
+        assert value('topsrider_card_reading_age_seconds{node="%s",card="0"}' % NODE2) <= INTERVAL + TIMEOUT + SCRAPE
+    finally:
+        sh(NODE1, "simctl set tool_hang=false")
+    within(VALUES_WITHIN + TIMEOUT, lambda: (value("topsrider_card_reading_age_seconds" + sel) or 99) <= INTERVAL + SCRAPE,
+           "fresh readings again")
+
+
+def test_a_rerun_of_the_role_changes_nothing():
+    rc, out = playbook(os.path.join(TOP, "molecule", "metrics", "converge.yml"))
+    assert rc == 0, out[-3000:]
+    recap = re.findall(r"^(topsrider-metrics-node\d)\s*:\s*ok=\d+\s+changed=(\d+)", out, re.M)
+    assert sorted(recap) == [(NODE1, "0"), (NODE2, "0")], out[-3000:]
+
+
+def test_a_stopped_exporter_is_down_and_a_drift_finding():
+    sh(NODE1, "systemctl stop %s" % UNIT)
+    took = within(SCRAPE + EVALUATION + SLACK, lambda: value('up{node="%s"}' % NODE1) == 0
+                  and set(alerts("TopsRiderCardExporterDown", NODE1)) & {"pending", "firing"},
+                  "up 0 and TopsRiderCardExporterDown")
+    print("exporter down after %.1f s" % took)
+    assert value('up{node="%s"}' % NODE2) == 1
+    reports = os.path.join(EPH, "drift-reports")
+    rc, out = playbook(os.path.join(TOP, "playbooks", "drift.yml"),
+                       "-e", "topsrider_bundle_dir=%s" % os.path.join(TOP, ".cache", "bundles", "2.5.136"),
+                       "-e", "topsrider_reports_dir=%s" % reports, "-e", "topsrider_drift_package_files=false")
+    # nothing of the release is deployed on these nodes: drift (the last play fails), not an error
+    assert rc == 2 and os.path.exists(os.path.join(reports, "drift-latest.json")), out[-3000:]
+    with open(os.path.join(reports, "drift-latest.json")) as f:
+        report = json.load(f)
+    assert report["status"] == "drift", out[-3000:]
+    service = [(f["node"], f["check"], f["actual"]) for f in report["findings"] if f["category"] == "service"]
+    assert service == [(NODE1, "topsrider-card-exporter.service running", "inactive")], out[-3000:]
+    sh(NODE1, "systemctl start %s" % UNIT)
