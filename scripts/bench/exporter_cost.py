@@ -38,6 +38,8 @@ import tempfile
 import time
 import urllib.request
 
+from provenance import short_commit
+
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DAEMON = os.path.join(TOP, "roles", "card_exporter", "files", "topsrider-card-exporter")
 ROOTFS = os.path.join(TOP, "sim", "node", "rootfs")
@@ -183,12 +185,6 @@ def cpu(env, lib, cards, interval, window, scrape_every):
             "cpu_per_read_ms": round(1000.0 * used / done, 1) if done else None}
 
 
-def commit():
-    proc = subprocess.run(["git", "-C", TOP, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL, universal_newlines=True, check=False)
-    return proc.stdout.strip() or None
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cards", type=int, default=16)
@@ -220,7 +216,7 @@ def main(argv=None):
         return 2
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    result = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"), "commit": commit(),
+    result = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"), "commit": short_commit(),
               "cpus": os.cpu_count(), "cards": args.cards, "latency": lat, "cpu": use,
               "goals": {"max_p99_ms": args.max_p99_ms, "max_cpu_pct": args.max_cpu_pct}}
     result["pass"] = lat["p99_ms"] <= args.max_p99_ms and use["cpu_pct"] <= args.max_cpu_pct

@@ -39,6 +39,8 @@ import sys
 import tempfile
 import time
 
+from provenance import short_commit
+
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(TOP, "scripts", "topsrider-manifest")
 
@@ -124,12 +126,6 @@ def measure(bundle, rounds, work, home):
             "median_s": medians, "reference": reference, "ratio": medians["verify"] / medians[reference]}
 
 
-def commit():
-    proc = subprocess.run(["git", "-C", TOP, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL, universal_newlines=True, check=False)
-    return proc.stdout.strip() or None
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--mib", type=int, default=1024, help="size of make bench-large's bundle (default 1024)")
@@ -161,7 +157,7 @@ def main(argv=None):
         print("verify_cost: %s" % e, file=sys.stderr)
         return 2
     result.update({"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
-                   "commit": commit(), "limit": args.limit, "cpus": os.cpu_count()})
+                   "commit": short_commit(), "limit": args.limit, "cpus": os.cpu_count()})
     medians = result["median_s"]
     print("%d files, %.1f MiB, medians of %d: openssl %.3f s, sha256sum %.3f s, verify %.3f s: verify/%s = %.3f (limit %.2f)"
           % (result["files"], result["bytes"] / 2 ** 20, args.rounds, medians["openssl"], medians["sha256sum"],
