@@ -107,6 +107,8 @@ _value:
 """
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import env_problems, export_line
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._eccl_settings import settings_problems
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded
 
 
 def env_export_lines(mapping):
@@ -116,4 +118,5 @@ def env_export_lines(mapping):
 
 class FilterModule(object):
     def filters(self):
-        return {"env_problems": env_problems, "env_export_lines": env_export_lines}
+        return {"env_problems": env_problems, "env_export_lines": env_export_lines,
+                "eccl_env_problems": guarded(settings_problems)}

@@ -16,7 +16,7 @@ from conftest import run_play
 def test_filter_is_registered_and_is_the_helper():
     from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import env_problems
     filters = plugin.FilterModule().filters()
-    assert sorted(filters) == ["env_export_lines", "env_problems"]
+    assert sorted(filters) == ["eccl_env_problems", "env_export_lines", "env_problems"]
     assert filters["env_problems"] is env_problems
     assert filters["env_export_lines"]({"PATH": "/opt/x", "A": 1}) == ['export A=1', 'export PATH="${PATH:+$PATH:}"/opt/x']
 

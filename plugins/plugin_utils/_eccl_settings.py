@@ -1,0 +1,109 @@
+# -*- coding: utf-8 -*-
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The ECCL environment settings, checked before anything changes: the
+eccl_env role's `preflight` entry point (the role used alone) and a deploy's
+inputs (playbooks/tasks/inputs.yml, with the operator's topsrider_* values, in
+the one assert of its input checks). Controller side.
+
+Three steps, the first that fails is the answer (one sentence):
+1. the role's own argument spec for `preflight` (roles/eccl_env/meta/argument_specs.yml:
+   types and choices), when asked (the role used alone has Ansible check it);
+2. what the spec cannot say: a profile that is a dict, the visible devices,
+   ENFLAME_VISIBLE_DEVICES only through its own setting, the file's path;
+3. every name and value of the environment written, by the collection's one
+   rule (module_utils/_envcheck.py).
+Each message names the variable the operator set (`labels`)."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+import re
+from collections import OrderedDict
+
+from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import env_problems
+from ansible_collections.gcu.topsrider.plugins.module_utils._values import value_problems
+
+# The settings of the preflight, in the order the messages name them.
+SETTINGS = ("eccl_env_profile", "eccl_env_profiles", "eccl_env_vars", "eccl_env_allow_names",
+            "eccl_env_visible_devices", "eccl_env_file")
+DEVICES_RE = re.compile(r"^(all|none|[0-9]+(,[0-9]+)*)\Z")
+# Written from eccl_env_visible_devices only.
+DEVICES_NAME = "ENFLAME_VISIBLE_DEVICES"
+SPEC_FILE = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "eccl_env", "meta", "argument_specs.yml")
+# What ArgumentSpecValidator reads of an option; the rest is documentation.
+SPEC_KEYS = ("type", "elements", "choices", "default", "required", "options", "no_log")
+
+
+def preflight_spec(path=SPEC_FILE):
+    """The options of the role's `preflight` entry point, as ArgumentSpecValidator takes them."""
+    import yaml
+    with open(path) as f:
+        options = yaml.safe_load(f)["argument_specs"]["preflight"]["options"]
+    return dict((name, dict((k, v) for k, v in opts.items() if k in SPEC_KEYS)) for name, opts in options.items())
+
+
+def spec_problems(settings, labels, spec=None):
+    """The argument spec's errors for `settings`, each naming the operator's variable."""
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+    spec = preflight_spec() if spec is None else spec
+    named = dict((labels.get(k, k), v) for k, v in spec.items() if k in settings)
+    result = ArgumentSpecValidator(named).validate(dict((labels.get(k, k), settings[k]) for k in settings if k in spec))
+    return list(result.error_messages)
+
+
+def settings_problems(settings, labels=None, check_spec=False, allow_label=None):
+    """[] when the settings are sound, else [one sentence] (see the module's docstring).
+
+    `settings`: the eccl_env_* values of SETTINGS (missing ones take the spec's default);
+    `labels`: setting -> the operator's variable the messages name (default: the setting);
+    `allow_label`: what the messages call eccl_env_allow_names (default: its label)."""
+    labels = dict((k, k) for k in SETTINGS) if labels is None else dict((k, labels.get(k, k)) for k in SETTINGS)
+    spec = preflight_spec()
+    values = dict((k, settings[k] if k in settings else spec[k].get("default")) for k in SETTINGS)
+    if check_spec:
+        problems = spec_problems(values, labels, spec)
+        if problems:
+            return ["eccl_env: refused, nothing was changed: %s." % "; ".join(problems)]
+    profile, profiles, env_vars = values["eccl_env_profile"], values["eccl_env_profiles"], values["eccl_env_vars"]
+    visible = values["eccl_env_visible_devices"]
+    chosen = profiles.get(profile) if isinstance(profiles, dict) else None
+    settings_ok = (isinstance(chosen, dict) and isinstance(visible, str) and DEVICES_RE.match(visible)
+                   and isinstance(env_vars, dict) and DEVICES_NAME not in env_vars and DEVICES_NAME not in chosen
+                   and not value_problems({"eccl_env_file": values["eccl_env_file"]}, "path"))
+    if not settings_ok:
+        return [_settings_message(values, labels)]
+    environment = OrderedDict(chosen)
+    environment.update(env_vars)
+    environment[DEVICES_NAME] = visible
+    allow_label = allow_label or labels["eccl_env_allow_names"]
+    sources = OrderedDict([("eccl_env_profiles." + profile, chosen), (labels["eccl_env_vars"], env_vars),
+                           (labels["eccl_env_visible_devices"], {DEVICES_NAME: visible})])
+    problems = env_problems(environment, sources, values["eccl_env_allow_names"], allow_label)
+    if not problems:
+        return []
+    return ["eccl_env: refused, nothing was changed: %s. Names must match ^[A-Z_][A-Z0-9_]*\\Z (upper-case letters, digits, _); "
+            "values must be strings or numbers made only of letters, digits and _ . , : / = + @ %% - (no spaces, quotes, $, "
+            "backticks, ; | &, newlines or NUL); a name the loader or the shell acts on needs %s."
+            % ("; ".join(problems), allow_label)]
+
+
+def _settings_message(values, labels):
+    profiles = values["eccl_env_profiles"]
+    return ("eccl_env: %s must name an entry of eccl_env_profiles (got %s, defined: %s) whose value is a dict; "
+            "%s must be 'all', 'none' or a comma list of card indexes such as '0,1,2' (got %s), and it is the only "
+            "place to set %s (not %s or a profile); %s must be an absolute path of plain characters "
+            "(letters, digits, _ . + ~ @ -, no '..' part; got %s)."
+            % (labels["eccl_env_profile"], _json(values["eccl_env_profile"]),
+               ", ".join(profiles) if isinstance(profiles, dict) else _json(profiles),
+               labels["eccl_env_visible_devices"], _json(values["eccl_env_visible_devices"]), DEVICES_NAME,
+               labels["eccl_env_vars"], labels["eccl_env_file"], _json(values["eccl_env_file"])))
+
+
+def _json(value):
+    import json
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)

@@ -1,0 +1,93 @@
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""plugin_utils/_eccl_settings.py: the ECCL environment settings as eccl_env's
+preflight and deploy.yml's input checks judge them (the role's real argument
+spec, the checks it cannot say, the one rule for names and values), and the
+filter gcu.topsrider.eccl_env_problems in a real play."""
+
+import pytest
+
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._eccl_settings import (
+    SETTINGS, preflight_spec, settings_problems)
+from conftest import run_play
+
+# The labels deploy.yml gives (playbooks/tasks/inputs.yml).
+DEPLOY = {"eccl_env_profile": "topsrider_profile", "eccl_env_vars": "topsrider_env_vars",
+          "eccl_env_allow_names": "topsrider_env_allow_names", "eccl_env_visible_devices": "topsrider_visible_devices"}
+
+
+def test_the_spec_is_the_roles_own_and_names_every_setting():
+    spec = preflight_spec()
+    assert sorted(spec) == sorted(SETTINGS)
+    assert spec["eccl_env_profile"]["choices"] == ["dev", "staging", "prod"]
+    assert spec["eccl_env_vars"]["type"] == "dict"
+    assert all("description" not in opts for opts in spec.values())
+
+
+def test_the_defaults_are_sound():
+    assert settings_problems({}) == []
+    assert settings_problems({}, DEPLOY, True) == []
+
+
+@pytest.mark.parametrize("settings, words", [
+    ({"eccl_env_vars": ["ECCL_DEBUG"]}, ["eccl_env: refused, nothing was changed: argument 'topsrider_env_vars'", "dict"]),
+    ({"eccl_env_profile": "fast"}, ["value of topsrider_profile must be one of: dev, staging, prod, got: fast"]),
+    ({"eccl_env_allow_names": "LD_PRELOAD"}, ["topsrider_env_allow_names"]),
+])
+def test_the_argument_spec_names_the_operators_variable(settings, words):
+    (problem,) = settings_problems(settings, DEPLOY, True)
+    assert all(w in problem for w in words), problem
+
+
+def test_the_spec_is_not_checked_unless_asked():
+    # The role used alone: Ansible checks its spec; a profile the spec would refuse is then refused here
+    # because eccl_env_profiles has no such entry.
+    (problem,) = settings_problems({"eccl_env_profile": "fast"})
+    assert problem.startswith('eccl_env: eccl_env_profile must name an entry of eccl_env_profiles (got "fast", '
+                              'defined: dev, staging, prod)'), problem
+
+
+@pytest.mark.parametrize("settings, got", [
+    ({"eccl_env_visible_devices": "0,1;touch /tmp/pwned"}, '(got "0,1;touch /tmp/pwned")'),
+    ({"eccl_env_vars": {"ENFLAME_VISIBLE_DEVICES": "0"}}, "it is the only place to set ENFLAME_VISIBLE_DEVICES"),
+    ({"eccl_env_profiles": {"prod": {"ENFLAME_VISIBLE_DEVICES": "0"}}}, "(not topsrider_env_vars or a profile)"),
+    ({"eccl_env_profiles": {"prod": "WARN"}}, "whose value is a dict"),
+    ({"eccl_env_file": "/etc/profile.d/../x.sh"}, '(letters, digits, _ . + ~ @ -, no \'..\' part; got "/etc/profile.d/../x.sh")'),
+])
+def test_what_the_spec_cannot_say_is_one_sentence_naming_the_settings(settings, got):
+    (problem,) = settings_problems(settings, DEPLOY, True)
+    assert problem.startswith("eccl_env: topsrider_profile must name an entry of eccl_env_profiles"), problem
+    assert "topsrider_visible_devices must be 'all', 'none' or a comma list" in problem
+    assert got in problem
+
+
+def test_a_guarded_name_is_named_with_the_variable_it_came_from():
+    (problem,) = settings_problems({"eccl_env_vars": {"PATH": "/usr/local/tops/bin", "LD_PRELOAD": "/tmp/x.so"}}, DEPLOY, True)
+    assert problem.startswith('eccl_env: refused, nothing was changed: "PATH" (from topsrider_env_vars) is the shell'), problem
+    assert '"LD_PRELOAD" (from topsrider_env_vars)' in problem
+    assert problem.count("refused unless topsrider_env_allow_names names it") == 2
+    assert problem.endswith("a name the loader or the shell acts on needs topsrider_env_allow_names."), problem
+    assert problem.count("nothing was changed") == 1
+
+
+def test_an_allowed_search_path_passes_and_a_profile_value_is_named_by_its_profile():
+    assert settings_problems({"eccl_env_vars": {"LD_LIBRARY_PATH": "/opt/tops/lib"},
+                              "eccl_env_allow_names": ["LD_LIBRARY_PATH"]}, DEPLOY, True) == []
+    (problem,) = settings_problems({"eccl_env_profile": "dev",
+                                    "eccl_env_profiles": {"dev": {"ECCL_ALGO": "ring\ntouch /tmp/x"}}}, DEPLOY, True)
+    assert '"ECCL_ALGO" (from eccl_env_profiles.dev)' in problem and "characters that are not allowed" in problem
+
+
+def test_the_allow_label_is_what_the_caller_names():
+    (problem,) = settings_problems({"eccl_env_vars": {"PATH": "/x"}}, {}, False, "my_allow")
+    assert "refused unless my_allow names it" in problem and problem.endswith("needs my_allow."), problem
+
+
+def test_the_filter_in_a_play(tmp_path):
+    rc, out = run_play(tmp_path, [
+        {"name": "Sound", "ansible.builtin.assert": {"that": "({} | gcu.topsrider.eccl_env_problems({}, true)) == []"}},
+        {"name": "Refused", "ansible.builtin.assert": {"that": [
+            "(bad | gcu.topsrider.eccl_env_problems(labels, true)) | length == 1",
+            "'(from topsrider_env_vars)' in (bad | gcu.topsrider.eccl_env_problems(labels, true))[0]"]}},
+    ], {"bad": {"eccl_env_vars": {"LD_PRELOAD": "/tmp/x.so"}}, "labels": DEPLOY})
+    assert rc == 0, out
