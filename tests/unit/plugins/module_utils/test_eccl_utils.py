@@ -190,7 +190,7 @@ def test_classify_library(copies, report, expected_codes, path, version):
 
 def test_classify_library_without_report_concludes_nothing():
     result, problems = _eccl_library.classify_library([_copy("/usr/local/tops/lib/libeccl.so")], None,
-                                                       ECCL["library"])
+                                                      ECCL["library"])
     assert problems == []
     assert result["loadable"] is None and result["copies"][0]["loadable"] is None
 
