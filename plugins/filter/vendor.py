@@ -2,15 +2,16 @@
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The vendor table (plugins/module_utils/_vendors.py) for YAML: a vendor's
-row by its name, and the files a job on its nodes needs with the launcher's
-message for each (plugins/module_utils/_compare.py); an unknown name fails
-the task. Thin wrappers."""
+row by its name, the files a job on its nodes needs with the launcher's
+message for each (plugins/module_utils/_compare.py), and the collective
+backends' rows a job there may use; an unknown name fails the task. Thin
+wrappers."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._compare import job_files
-from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import VendorError, vendor_spec
+from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import VendorError, node_collectives, vendor_spec
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
 
 
@@ -24,7 +25,12 @@ def topsrider_job_files(name, env_file=None):
     return job_files(name, env_file)
 
 
+def topsrider_collectives(name):
+    """The collective backends' rows a job on a vendor `name` node may use (its own first, then gloo)."""
+    return node_collectives(name)
+
+
 class FilterModule(object):
     def filters(self):
-        return guarded_filters({"topsrider_vendor": topsrider_vendor, "topsrider_job_files": topsrider_job_files},
-                               (VendorError,))
+        return guarded_filters({"topsrider_vendor": topsrider_vendor, "topsrider_job_files": topsrider_job_files,
+                                "topsrider_collectives": topsrider_collectives}, (VendorError,))

@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What eccl_probe's checks found, as problems: the problem codes and their
 hints, parsing of the child processes' reports, and the classification of
-the framework and collective reports. Where the library lives and what its
-load says: ``_eccl_library``; the torch rule: ``_torch_rule``; the
+the framework and collective reports. What a backend checks is its row of
+the vendor table (``_vendors.collective_spec``). Where the library lives and
+what its load says: ``_eccl_library``; the torch rule: ``_torch_rule``; the
 child-process probe scripts: ``_eccl_children``. Pure; Python 3.6+.
 """
 
@@ -17,9 +18,8 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._collective_rank imp
 from ansible_collections.gcu.topsrider.plugins.module_utils._torch_rule import (
     release_of, stack_of, torch_matches, torch_requirement,
 )
+from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import collective_spec
 
-# The ECCL library (its search: _eccl_library).
-LIBRARY_NAME = "libeccl.so"
 STAGE_MARKER = "@@ECCL_PROBE_STAGE@@"
 
 # code -> (what it means, what to do). Every code the module can return.
@@ -143,14 +143,19 @@ def last_stage(stdout):
 def classify_framework(report, backend):
     """FRAMEWORK_SCRIPT report -> (framework result, problems).
 
-    The backend decides what is checked: torch_gcu (and its torch
-    requirement, API generation and libeccl) only for eccl; CUDA devices for
-    nccl; nothing device-side for gloo.
+    The backend's row decides what is checked: its torch_module (torch_gcu
+    for eccl: its import, its torch requirement, API generation and the
+    library release) only where it has one; the devices of a device backend
+    (CUDA's for nccl); nothing device-side for gloo. An unknown backend is a
+    VendorError.
     """
+    spec = collective_spec(backend)
+    plugin = spec["torch_module"]
     problems = []
-    spec = torch_requirement(report.get("torch_gcu_requires"))
-    required = spec[2:] if spec and spec.startswith("==") and not spec.startswith("===") else spec
-    matches = torch_matches(report.get("torch_version"), spec)
+    requirement = torch_requirement(report.get("torch_gcu_requires"))
+    required = requirement[2:] if requirement and requirement.startswith("==") and not requirement.startswith(
+        "===") else requirement
+    matches = torch_matches(report.get("torch_version"), requirement)
     result = {
         "python": report.get("python"),
         "python_version": report.get("python_version"),
@@ -174,47 +179,44 @@ def classify_framework(report, backend):
     if report.get("torch_version") is None:
         problems.append(problem("TORCH_MISSING", "torch cannot be imported by %s: %s" % (
             python, report.get("torch_error"))))
-        if backend == "eccl" and report.get("torch_gcu_installed") is False:
-            problems.append(problem("TORCH_GCU_MISSING", "torch_gcu is not installed for %s either" % python))
+        if plugin and report.get("torch_gcu_installed") is False:
+            problems.append(problem("TORCH_GCU_MISSING", "%s is not installed for %s either" % (plugin, python)))
         return result, problems
-    gcu_ok = False
-    if backend == "eccl":
+    plugin_ok = not plugin
+    if plugin:
         if report.get("torch_gcu_missing"):
-            problems.append(problem("TORCH_GCU_MISSING", "torch_gcu is not installed for %s (torch %s is)" % (
-                python, report.get("torch_version"))))
+            problems.append(problem("TORCH_GCU_MISSING", "%s is not installed for %s (torch %s is)" % (
+                plugin, python, report.get("torch_version"))))
         elif report.get("torch_gcu_error"):
-            problems.append(problem("TORCH_GCU_IMPORT_FAILED", "import torch_gcu failed in %s: %s" % (
-                python, report.get("torch_gcu_error"))))
+            problems.append(problem("TORCH_GCU_IMPORT_FAILED", "import %s failed in %s: %s" % (
+                plugin, python, report.get("torch_gcu_error"))))
         else:
-            gcu_ok = True
-    if gcu_ok:
-        if matches is False:
-            message = "torch_gcu %s requires torch %s but %s has torch %s" % (
-                report.get("torch_gcu_version"), spec, python, report.get("torch_version"))
-            hint = "Install torch==%s into %s, or the torch_gcu wheel built for torch %s." % (
-                required, python, release_of(report.get("torch_version")))
-            problems.append(problem("TORCH_VERSION_MISMATCH", message, hint))
-        if report.get("api_generation") is None:
+            plugin_ok = True
+    if plugin and plugin_ok and matches is False:
+        message = "%s %s requires torch %s but %s has torch %s" % (
+            plugin, report.get("torch_gcu_version"), requirement, python, report.get("torch_version"))
+        hint = "Install torch==%s into %s, or the %s wheel built for torch %s." % (
+            required, python, plugin, release_of(report.get("torch_version")))
+        problems.append(problem("TORCH_VERSION_MISMATCH", message, hint))
+    if plugin_ok and spec["no_devices"]:
+        if plugin and report.get("api_generation") is None:
             problems.append(problem("TORCH_GCU_API_UNKNOWN"))
         elif not report.get("device_count"):
-            problems.append(problem("NO_DEVICES", "torch_gcu (%s API) sees %s GCU%s%s" % (
-                report.get("api_generation"), report.get("device_count") or 0,
-                "" if report.get("device_count") == 1 else "s",
-                (": " + report["device_error"]) if report.get("device_error") else "")))
+            runtime = spec["runtime_version"]
+            message = spec["no_devices"].format(
+                python=python, torch=report.get("torch_version"), api=report.get("api_generation"),
+                count=report.get("device_count") or 0, plural="" if report.get("device_count") == 1 else "s",
+                runtime_version=report.get("cuda_version") or (runtime or {}).get("missing"),
+                error=(": " + report["device_error"]) if report.get("device_error") else "")
+            problems.append(problem("NO_DEVICES", message, backend_hint(spec, "NO_DEVICES", python)))
+    if plugin and plugin_ok:
         loaded = report.get("loaded_library") or {}
         want = stack_of(report.get("torch_gcu_version"))
         have = loaded.get("version")
         if want and have and release_of(have) != release_of(want):
-            problems.append(problem("LIBRARY_VERSION_MISMATCH", "torch_gcu %s (built for TopsRider %s) loads %s "
-                                    "version %s" % (report.get("torch_gcu_version"), want,
-                                                    loaded.get("path") or LIBRARY_NAME, have)))
-    if backend == "nccl" and not report.get("device_count"):
-        problems.append(problem(
-            "NO_DEVICES", "torch.cuda sees no GPU in %s (torch %s, CUDA %s)%s" % (
-                python, report.get("torch_version"), report.get("cuda_version") or "none: a CPU-only torch",
-                (": " + report["device_error"]) if report.get("device_error") else ""),
-            "Install a CUDA build of torch into the interpreter that trains, check the driver with "
-            "gcu.topsrider.gcu_devices (vendor nvidia) and that CUDA_VISIBLE_DEVICES is not empty."))
+            problems.append(problem("LIBRARY_VERSION_MISMATCH", "%s %s (built for TopsRider %s) loads %s "
+                                    "version %s" % (plugin, report.get("torch_gcu_version"), want,
+                                                    loaded.get("path") or spec["library"]["name"], have)))
     if report.get("backend_registered") is False:
         if report.get("distributed_available") is False:
             why = report.get("backend_error") or "torch built without distributed"
@@ -222,13 +224,15 @@ def classify_framework(report, backend):
         else:
             msg = "%s in %s%s, so init_process_group(backend='%s') fails (Invalid backend / Unknown c10d backend)" % (
                 report.get("backend_error") or "backend '%s' is not registered" % backend, python,
-                " after import torch_gcu" if gcu_ok else "", backend)
-        hint = None
-        if backend == "nccl":
-            hint = ("torch in %s has no NCCL (a CPU-only build?): install a CUDA build of torch into the "
-                    "interpreter that trains." % python)
-        problems.append(problem("BACKEND_NOT_REGISTERED", msg, hint))
+                " after import %s" % plugin if plugin and plugin_ok else "", backend)
+        problems.append(problem("BACKEND_NOT_REGISTERED", msg, backend_hint(spec, "BACKEND_NOT_REGISTERED", python)))
     return result, problems
+
+
+def backend_hint(spec, code, python):
+    """The backend row's own hint for `code` (None: the problem table's)."""
+    hint = spec["hints"].get(code)
+    return hint.format(python=python) if hint else None
 
 
 def _ranks_text(ranks):

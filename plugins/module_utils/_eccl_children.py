@@ -7,16 +7,23 @@ Plain source strings: the module hands them to the target interpreter with
 ``python -c``, so they must run on Python 3.6+ with the standard library
 (plus torch / torch_gcu, which they probe). Each prints one line, the
 report marker followed by JSON, which ``_eccl.parse_report`` reads.
+Neither can import the vendor table, so each gets its backend's row as JSON
+(plugins/module_utils/_vendors.py; what the fields mean: COLLECTIVE_FIELDS).
 
-LIBRARY_SCRIPT: argv = soname, then the candidate copies' paths; loads each
-with ctypes and reports loadability and version.
-FRAMEWORK_SCRIPT: argv = backend; imports torch (and torch_gcu for eccl) and
-reports versions, devices, the backend's registration and the collective
-library the interpreter mapped.
+LIBRARY_SCRIPT: argv = the backend row's ``library`` (JSON), then the
+candidate copies' paths; loads the soname and each copy with ctypes and
+reports loadability and version: the text of the row's string call, else
+the number of its int call in its units; the number itself
+(``version_number``) only beside a string call, for the parent to prefer.
+FRAMEWORK_SCRIPT: argv = the backend's row (``collective_spec``, JSON);
+imports torch (and the row's torch_module, torch_gcu for eccl) and reports
+versions, devices, the backend's registration and the collective library
+the interpreter mapped.
 
 The mapped-library lookup in FRAMEWORK_SCRIPT is the same loop as
-``_collective_rank.mapped_library``; it is written out here because the child
-runs alone (``python -c``, no module_utils on its path).
+``_collective_rank.mapped_library``, and the version units the same rule as
+``_collective_rank.format_version``; they are written out here because the
+child runs alone (``python -c``, no module_utils on its path).
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -25,6 +32,7 @@ __metaclass__ = type
 LIBRARY_SCRIPT = r'''
 import ctypes, json, sys
 MARK = "@@ECCL_PROBE_REPORT@@"
+spec = json.loads(sys.argv[1])
 
 def mapped(fragment):
     try:
@@ -38,7 +46,7 @@ def mapped(fragment):
     return None
 
 def int_version(lib, name):
-    """The int a `int name(int *)` version call returns, or None."""
+    # The int a `int name(int *)` version call returns, or None.
     try:
         fn = getattr(lib, name)
     except AttributeError:
@@ -48,27 +56,33 @@ def int_version(lib, name):
     fn.restype = ctypes.c_int
     return v.value if fn(ctypes.byref(v)) == 0 else None
 
+def formatted(n):
+    for least, major, minor in spec["version_units"]:
+        if n >= least:
+            return "%d.%d.%d" % (n // major, (n % major) // minor, n % minor)
+    return None
+
 def version_of(lib):
-    out = {"version_number": int_version(lib, "ecclGetVersion"), "version_string": None}
+    n = int_version(lib, spec["version_call"])
+    if not spec["version_string_call"]:
+        return {"version_number": None, "version_string": formatted(n) if n is not None else None}
+    out = {"version_number": n, "version_string": None}
     try:
-        fs = lib.ecclGetVersionString
+        fs = getattr(lib, spec["version_string_call"])
     except AttributeError:
         fs = None
     if fs is not None:
         fs.restype = ctypes.c_char_p
         s = fs()
         out["version_string"] = s.decode("ascii", "replace") if s else None
-    n = int_version(lib, "ncclGetVersion")
-    if n is not None:
-        out["version_string"] = ("%d.%d.%d" % (n // 10000, (n // 100) % 100, n % 100) if n >= 10000
-                                 else "%d.%d.%d" % (n // 1000, (n // 100) % 10, n % 100))
     return out
 
-report = {"soname": sys.argv[1], "by_soname": {}, "copies": []}
-# By soname first, in a fresh process: that is what torch_gcu does.
+soname = spec["soname"]
+report = {"soname": soname, "by_soname": {}, "copies": []}
+# By soname first, in a fresh process: that is what the framework (torch_gcu) does.
 try:
-    lib = ctypes.CDLL(sys.argv[1])
-    entry = {"loadable": True, "error": None, "path": mapped(sys.argv[1])}
+    lib = ctypes.CDLL(soname)
+    entry = {"loadable": True, "error": None, "path": mapped(soname)}
     entry.update(version_of(lib))
 except OSError as exc:
     entry = {"loadable": False, "error": str(exc), "path": None}
@@ -85,22 +99,33 @@ sys.stdout.write("\n" + MARK + json.dumps(report) + "\n")
 '''
 
 FRAMEWORK_SCRIPT = r'''
-import json, os, platform, sys, traceback, warnings
+import importlib, json, os, platform, sys, traceback, warnings
 MARK = "@@ECCL_PROBE_REPORT@@"
-backend = sys.argv[1]
+spec = json.loads(sys.argv[1])
+backend = spec["backend"]
+plugin = spec["torch_module"]
+kind = spec["device_type"]
 r = {"python": sys.executable, "python_version": platform.python_version(),
      "torch_version": None, "torch_error": None, "torch_location": None,
      "torch_gcu_version": None, "torch_gcu_installed": None, "torch_gcu_missing": False, "torch_gcu_error": None,
      "torch_gcu_location": None, "torch_gcu_warnings": [], "torch_gcu_requires": [],
      "api_generation": None, "is_available": None, "device_count": None,
      "distributed_available": None, "backend": backend, "backend_registered": None,
-     "backend_error": None, "loaded_library": None, "cuda_version": None, "nccl_version": None}
+     "backend_error": None, "loaded_library": None, "cuda_version": None}
 
 def err(exc):
     return "%s: %s" % (type(exc).__name__, exc)
 
+def attribute(dotted):
+    # module.attr.attr... of a module this process has imported, or None.
+    parts = dotted.split(".")
+    obj = sys.modules.get(parts[0])
+    for part in parts[1:]:
+        obj = getattr(obj, part, None)
+    return obj
+
 def requires_of(pkg_dir):
-    # Requires-Dist of the installed torch_gcu distribution, next to the package first.
+    # Requires-Dist of the installed plugin distribution, next to the package first.
     dirs = [os.path.dirname(pkg_dir)] + [p for p in sys.path if p and os.path.isdir(p)]
     for d in dirs:
         try:
@@ -109,7 +134,7 @@ def requires_of(pkg_dir):
             continue
         for n in names:
             low = n.lower()
-            if low.replace("-", "_").startswith("torch_gcu_") and low.endswith((".dist-info", ".egg-info")):
+            if low.replace("-", "_").startswith(plugin + "_") and low.endswith((".dist-info", ".egg-info")):
                 for meta in ("METADATA", "PKG-INFO"):
                     p = os.path.join(d, n, meta)
                     if os.path.isfile(p):
@@ -122,11 +147,12 @@ def requires_of(pkg_dir):
                         return [l.strip() for l in f if l.strip() and not l.startswith("[")]
     return []
 
-try:
-    import importlib.util
-    r["torch_gcu_installed"] = importlib.util.find_spec("torch_gcu") is not None
-except Exception:
-    pass
+if plugin:
+    try:
+        import importlib.util
+        r["torch_gcu_installed"] = importlib.util.find_spec(plugin) is not None
+    except Exception:
+        pass
 
 torch = None
 try:
@@ -137,13 +163,13 @@ except Exception as exc:
     r["torch_error"] = err(exc)
 
 tg = None
-if torch is not None and backend == "eccl":
+if torch is not None and plugin:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            import torch_gcu as tg
+            tg = importlib.import_module(plugin)
         except ImportError as exc:
-            if getattr(exc, "name", None) == "torch_gcu":
+            if getattr(exc, "name", None) == plugin:
                 r["torch_gcu_missing"] = True
             else:
                 r["torch_gcu_error"] = err(exc)
@@ -152,43 +178,42 @@ if torch is not None and backend == "eccl":
             r["torch_gcu_error"] = err(exc)
             tg = None
     r["torch_gcu_warnings"] = ["%s: %s" % (w.category.__name__, w.message) for w in caught
-                               if "torch_gcu" in str(w.message) or "gcu" in str(w.filename)]
+                               if plugin in str(w.message) or kind in str(w.filename)]
 
 if tg is not None:
     r["torch_gcu_version"] = str(getattr(tg, "__version__", "") or "") or None
     r["torch_gcu_location"] = os.path.dirname(getattr(tg, "__file__", "") or "")
     r["torch_gcu_requires"] = requires_of(r["torch_gcu_location"])
+
+# The device module (torch.<device_type>), else the plugin's own older API.
+if torch is not None and kind != "cpu" and (not plugin or tg is not None):
     api = None
-    gcu = getattr(torch, "gcu", None)
-    if gcu is not None and hasattr(gcu, "device_count"):
-        api = ("2.x", gcu)
-    elif hasattr(tg, "device_count"):
-        api = ("1.x", tg)
+    module = getattr(torch, kind, None)
+    if module is not None and hasattr(module, "device_count"):
+        api = (spec["api"], module)
+    elif spec["plugin_api"] and hasattr(tg, "device_count"):
+        api = (spec["plugin_api"]["api"], tg)
     if api is not None:
         r["api_generation"] = api[0]
         try:
-            r["device_count"] = int(api[1].device_count())
-            r["is_available"] = bool(api[1].is_available()) if hasattr(api[1], "is_available") \
-                else r["device_count"] > 0
+            if spec["runtime"]:
+                # Devices only where torch has the runtime (a CPU-only torch has none).
+                r["is_available"] = bool(api[1].is_available())
+                r["device_count"] = int(api[1].device_count()) if r["is_available"] else 0
+            else:
+                r["device_count"] = int(api[1].device_count())
+                r["is_available"] = bool(api[1].is_available()) if hasattr(api[1], "is_available") \
+                    else r["device_count"] > 0
+            if spec["runtime_version"]:
+                r["cuda_version"] = getattr(torch.version, spec["runtime_version"]["attribute"], None)
         except Exception as exc:
             r["device_error"] = err(exc)
 
-if torch is not None and backend == "nccl":
-    r["api_generation"] = "cuda"
-    try:
-        r["is_available"] = bool(torch.cuda.is_available())
-        r["device_count"] = int(torch.cuda.device_count()) if r["is_available"] else 0
-        r["cuda_version"] = getattr(torch.version, "cuda", None)
-        if r["is_available"]:
-            nv = torch.cuda.nccl.version()
-            r["nccl_version"] = ".".join(str(x) for x in nv) if isinstance(nv, tuple) else str(nv)
-    except Exception as exc:
-        r["device_error"] = err(exc)
-
 # The collective library this interpreter has loaded now (torch_gcu loads libeccl
 # at import; a CUDA torch loads libnccl with its CUDA libraries).
-prefix = {"eccl": "libeccl", "nccl": "libnccl"}.get(backend)
-if prefix:
+library = spec["library"]
+if library:
+    prefix = library["mapped"]
     r["loaded_library"] = {"name": prefix, "path": None, "version": None}
     try:
         with open("/proc/self/maps") as f:
@@ -199,22 +224,23 @@ if prefix:
                     break
     except (IOError, OSError):
         pass
-    if backend == "eccl" and tg is not None and hasattr(tg, "eccl_version"):
-        try:
-            r["loaded_library"]["version"] = tg.eccl_version()
-        except Exception:
-            pass
-    elif backend == "eccl" and r["loaded_library"]["path"]:
+    call = attribute(spec["loaded_version_call"]) if spec["loaded_version_call"] else None
+    if call is not None:
+        if not spec["runtime"] or r["is_available"]:
+            try:
+                v = call()
+                r["loaded_library"]["version"] = ".".join(str(x) for x in v) if isinstance(v, tuple) else v
+            except Exception:
+                pass
+    elif library["version_string_call"] and r["loaded_library"]["path"]:
         import ctypes
         try:
-            fs = ctypes.CDLL(r["loaded_library"]["path"]).ecclGetVersionString
+            fs = getattr(ctypes.CDLL(r["loaded_library"]["path"]), library["version_string_call"])
             fs.restype = ctypes.c_char_p
             v = fs()
             r["loaded_library"]["version"] = v.decode("ascii", "replace") if v else None
         except (OSError, AttributeError):
             pass
-    elif backend == "nccl":
-        r["loaded_library"]["version"] = r.get("nccl_version")
 
 if torch is not None:
     try:

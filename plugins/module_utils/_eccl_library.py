@@ -3,7 +3,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Where a collective library (libeccl.so; the system's NCCL) may be on a
 node, every copy of it, and what its load report says (eccl_probe's library
-level). ``ldconfig -p`` is read by ``_node.parse_ldconfig_cache``. Python 3.6+.
+level). Which library, its directories and version calls: the ``library`` of
+its backend's row in the vendor table (``_vendors.collective_spec``).
+``ldconfig -p`` is read by ``_node.parse_ldconfig_cache``. Python 3.6+.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -13,26 +15,8 @@ import glob
 import os
 import re
 
-from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import LIBRARY_NAME, problem
-
-# NVIDIA nodes: the system's NCCL (a torch CUDA wheel carries its own copy, so
-# none on the system is no problem; the collective level reports what is loaded).
-NCCL_LIBRARY_NAME = "libnccl.so"
-NCCL_SONAME = "libnccl.so.2"
-NCCL_LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/local/cuda/lib64", "/usr/local/nccl/lib", "/usr/lib64",
-                     "/usr/local/lib")
-
-# TopsRider releases put their libraries under one of these.
-DEFAULT_LIBRARY_DIRS = (
-    "/usr/local/tops/lib",
-    "/usr/local/tops/lib64",
-    "/opt/tops/lib",
-    "/opt/tops/lib64",
-    "/usr/lib",
-    "/usr/lib64",
-    "/usr/lib/x86_64-linux-gnu",
-    "/usr/local/lib",
-)
+from ansible_collections.gcu.topsrider.plugins.module_utils._collective_rank import format_version
+from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import problem
 
 
 def read_ld_so_conf(path="/etc/ld.so.conf", _seen=None):
@@ -66,7 +50,7 @@ def read_ld_so_conf(path="/etc/ld.so.conf", _seen=None):
     return dirs
 
 
-def search_dirs(library_dirs, ld_conf_dirs, ld_library_path, defaults=DEFAULT_LIBRARY_DIRS):
+def search_dirs(library_dirs, ld_conf_dirs, ld_library_path, defaults):
     """[(dir, [sources])] in search order, each directory once."""
     order = []
     sources = {}
@@ -87,7 +71,7 @@ def search_dirs(library_dirs, ld_conf_dirs, ld_library_path, defaults=DEFAULT_LI
     return [(d, sources[d]) for d in order]
 
 
-def find_copies(dirs, cache_paths, name=LIBRARY_NAME):
+def find_copies(dirs, cache_paths, name):
     """Distinct files named `name` or `name`.N found in dirs or the loader cache.
 
     Symlinks and hard links to the same file count once. Returns a list of
@@ -139,20 +123,14 @@ def find_copies(dirs, cache_paths, name=LIBRARY_NAME):
     return copies
 
 
-def format_eccl_version(number):
-    """ecclGetVersion's integer (major*1000000+minor*1000+patch) -> 'M.m.p'."""
-    if number is None:
-        return None
-    number = int(number)
-    return "%d.%d.%d" % (number // 1000000, (number // 1000) % 1000, number % 1000)
-
-
-def classify_library(copies, soname_report, name=LIBRARY_NAME):
+def classify_library(copies, soname_report, library):
     """Merge the load report into copies; return (library result, problems).
 
     copies: find_copies() output. soname_report: the LIBRARY_SCRIPT report
     (None when the child failed, which the caller reports as PROBE_FAILED).
+    library: the backend row's ``library`` (its name, its version units).
     """
+    name = library["name"]
     problems = []
     if soname_report is None:
         # Nothing is known about loading: report the copies only (the caller adds PROBE_FAILED).
@@ -167,11 +145,11 @@ def classify_library(copies, soname_report, name=LIBRARY_NAME):
         entry = dict(copy)
         entry["loadable"] = load.get("loadable")
         entry["error"] = load.get("error")
-        entry["version"] = format_eccl_version(load.get("version_number")) or load.get("version_string")
+        entry["version"] = format_version(library, load.get("version_number")) or load.get("version_string")
         entry["version_string"] = load.get("version_string")
         out_copies.append(entry)
     loaded_path = by_soname.get("path")
-    version = format_eccl_version(by_soname.get("version_number")) or by_soname.get("version_string")
+    version = format_version(library, by_soname.get("version_number")) or by_soname.get("version_string")
     loadable = bool(by_soname.get("loadable"))
     if loaded_path:
         real = os.path.realpath(loaded_path)

@@ -3,10 +3,11 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """eccl_probe's run: its options checked, then the library, framework and
 collective levels in turn (each in child processes with a timeout), the
-problems collected and judged. The module file is its documentation and the
-argument spec; the checks' vocabulary is _eccl.py, the library search
-_eccl_library.py, the child scripts _eccl_children.py, the rank code
-_collective_rank.py.
+problems collected and judged. What differs by backend is its row of the
+vendor table (``_vendors.collective_spec``), handed to the children as JSON.
+The module file is its documentation and the argument spec; the checks'
+vocabulary is _eccl.py, the library search _eccl_library.py, the child
+scripts _eccl_children.py, the rank code _collective_rank.py.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -25,14 +26,14 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._children import Chi
 from ansible_collections.gcu.topsrider.plugins.module_utils import _collective_rank
 from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import ENV_RULES, env_problems, extended_value
 from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import (
-    LIBRARY_NAME, classify_collective, classify_framework, failure_message, last_stage, parse_report, problem, tail,
+    classify_collective, classify_framework, failure_message, last_stage, parse_report, problem, tail,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._eccl_library import (
-    DEFAULT_LIBRARY_DIRS, NCCL_LIBRARY_DIRS, NCCL_LIBRARY_NAME, NCCL_SONAME, classify_library, find_copies,
-    read_ld_so_conf, search_dirs,
+    classify_library, find_copies, read_ld_so_conf, search_dirs,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._eccl_children import FRAMEWORK_SCRIPT, LIBRARY_SCRIPT
 from ansible_collections.gcu.topsrider.plugins.module_utils._node import C_LOCALE, parse_ldconfig_cache
+from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import VendorError, collective_spec
 
 LEVELS = ("library", "framework", "collective")
 
@@ -75,14 +76,14 @@ def resolve_python(module, python):
 
 
 def probe_library(module, params, env, workdir):
-    """The collective library of the backend: libeccl.so for eccl, the system's
-    NCCL for nccl (informational: torch's CUDA wheels carry their own), none for gloo."""
-    backend = params["backend"]
-    if backend == "gloo":
+    """The collective library of the backend (its row's library): libeccl.so for eccl, the
+    system's NCCL for nccl (not required: torch's CUDA wheels carry their own), none for gloo."""
+    spec = collective_spec(params["backend"])
+    library = spec["library"]
+    if library is None:
         return {"name": None, "path": None, "version": None, "loadable": None, "error": None, "copies": [],
-                "search_dirs": [], "skipped": "gloo runs in host memory and loads no collective library"}, []
-    name, soname, defaults = ((LIBRARY_NAME, LIBRARY_NAME, DEFAULT_LIBRARY_DIRS) if backend == "eccl"
-                              else (NCCL_LIBRARY_NAME, NCCL_SONAME, NCCL_LIBRARY_DIRS))
+                "search_dirs": [], "skipped": spec["no_library"]}, []
+    name = library["name"]
     cache_paths = []
     ldconfig = module.get_bin_path("ldconfig", required=False, opt_dirs=["/sbin", "/usr/sbin"])
     if ldconfig:
@@ -91,16 +92,16 @@ def probe_library(module, params, env, workdir):
         if rc != 0:
             module.fail_json(msg="%s failed" % " ".join(cmd), cmd=cmd, rc=rc, stdout=out, stderr=err)
         cache_paths = parse_ldconfig_cache(out, name)
-    dirs = search_dirs(params["library_dirs"], read_ld_so_conf(), env.get("LD_LIBRARY_PATH"), defaults)
+    dirs = search_dirs(params["library_dirs"], read_ld_so_conf(), env.get("LD_LIBRARY_PATH"), library["dirs"])
     copies = find_copies(dirs, cache_paths, name)
-    argv = [sys.executable, "-c", LIBRARY_SCRIPT, soname] + [c["path"] for c in copies]
+    argv = [sys.executable, "-c", LIBRARY_SCRIPT, json.dumps(library)] + [c["path"] for c in copies]
     rc, out, err, timed_out = run_probe(argv, env, params["timeout"], workdir, "library")
     report = parse_report(out)
-    result, problems = classify_library(copies, report, name)
+    result, problems = classify_library(copies, report, library)
     result["search_dirs"] = [d for d, _sources in dirs]
-    if backend == "nccl":
-        # No system NCCL, or several, is normal next to a CUDA torch wheel with its own:
-        # the framework and collective levels report the one really loaded.
+    if not library["required"]:
+        # No system copy, or several, is normal where the framework brings its own (a CUDA
+        # torch wheel's NCCL): the framework and collective levels report the one really loaded.
         problems = [p for p in problems if p["code"] == "LIBRARY_UNLOADABLE"]
     if report is None:
         problems.append(probe_failed("library", argv, rc, out, err, timed_out, params["timeout"]))
@@ -108,7 +109,7 @@ def probe_library(module, params, env, workdir):
 
 
 def probe_framework(params, python, env, workdir):
-    argv = [python, "-c", FRAMEWORK_SCRIPT, params["backend"]]
+    argv = [python, "-c", FRAMEWORK_SCRIPT, json.dumps(collective_spec(params["backend"]))]
     rc, out, err, timed_out = run_probe(argv, env, params["timeout"], workdir, "framework")
     report = parse_report(out)
     if report is None:
@@ -125,9 +126,7 @@ def collective_blocker(framework, problems, backend):
     if framework.get("distributed_available") is False:
         return "torch.distributed is not available"
     codes = set(p["code"] for p in problems)
-    blocking = {"eccl": ("TORCH_GCU_MISSING", "TORCH_GCU_IMPORT_FAILED", "BACKEND_NOT_REGISTERED", "NO_DEVICES"),
-                "nccl": ("NO_DEVICES", "BACKEND_NOT_REGISTERED")}.get(backend, ("BACKEND_NOT_REGISTERED",))
-    for code in blocking:
+    for code in collective_spec(backend)["blocking"]:
         if code in codes:
             return "of %s" % code
     return None
@@ -144,10 +143,12 @@ def rank_script_source():
 
 def world_size_for(params, framework):
     """(ranks to start, None) or (None, problem). Device backends: the visible
-    device count by default and never more; gloo: 2 by default."""
+    device count by default and never more; a backend whose row has a
+    default_world_size (gloo: 2) that, bounded by no device."""
     devices = (framework or {}).get("device_count")
-    if params["backend"] == "gloo":
-        return (params["world_size"] or 2), None
+    default = collective_spec(params["backend"])["default_world_size"]
+    if default is not None:
+        return (params["world_size"] or default), None
     if params["world_size"] is None:
         return devices, None
     if devices is not None and params["world_size"] > devices:
@@ -164,8 +165,8 @@ def probe_collective(params, python, env, workdir, world_size):
     script = os.path.join(workdir, "topsrider_rank.py")
     with open(script, "wb") as f:
         f.write(rank_script_source())
-    args = json.dumps({"backend": params["backend"], "sizes": params["sizes"], "iterations": params["iterations"],
-                       "warmup": params["warmup"], "timeout": params["timeout"]})
+    args = json.dumps({"collective": collective_spec(params["backend"]), "sizes": params["sizes"],
+                       "iterations": params["iterations"], "warmup": params["warmup"], "timeout": params["timeout"]})
     children = []
     started = time.time()
     try:
@@ -194,6 +195,10 @@ def probe_collective(params, python, env, workdir, world_size):
 
 
 def validate(module, params):
+    try:
+        collective_spec(params["backend"])
+    except VendorError as exc:
+        module.fail_json(msg="backend: %s" % exc)
     bad = env_problems(params["environment"], "environment", params["allow_names"], "allow_names")
     if bad:
         module.fail_json(msg="environment: %s %s" % (" ".join(bad), ENV_RULES))

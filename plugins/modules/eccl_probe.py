@@ -75,11 +75,12 @@ options:
     type: int
   backend:
     description:
-      - The C(torch.distributed) backend to check and to run the all-reduce with.
+      - The C(torch.distributed) backend to check and to run the all-reduce with, one of the collective backends
+        of the collection's vendor table (C(plugins/module_utils/_vendors.py), a vendor row's C(collective)),
+        which says what is checked; another name fails, naming those the table has.
       - C(eccl) on Enflame nodes (imports torch_gcu in the ranks), C(nccl) on NVIDIA nodes, C(gloo) in host
         memory for comparison.
     type: str
-    choices: [eccl, gloo, nccl]
     default: eccl
   timeout:
     description:
@@ -473,7 +474,7 @@ def main():
             python=dict(type="str"),
             library_dirs=dict(type="list", elements="path", default=[]),
             world_size=dict(type="int"),
-            backend=dict(type="str", default="eccl", choices=["eccl", "gloo", "nccl"]),
+            backend=dict(type="str", default="eccl"),
             timeout=dict(type="int", default=120),
             environment=dict(type="dict", default={}),
             allow_names=dict(type="list", elements="str", default=["LD_LIBRARY_PATH", "PYTHONPATH"]),

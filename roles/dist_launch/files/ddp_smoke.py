@@ -18,9 +18,12 @@ CPU. Every rank draws its own batch (seeded by its rank), DDP averages the
 gradients, and the loss printed at the end is the mean over all ranks, so a
 healthy job prints the same loss on every rank. Each rank prints one JSON line:
 rank, local_rank, world_size, backend, device, loss and the training config it
-was given. The backend comes from DIST_LAUNCH_BACKEND (eccl by default; nccl
-on NVIDIA nodes, gloo for a plain CPU run). For eccl, torch_gcu is imported
-first so that the backend is registered in this interpreter.
+was given. The backend comes from DIST_LAUNCH_BACKEND (by default the node
+vendor's: eccl, nccl on NVIDIA nodes; gloo for a plain CPU run), and what it
+needs (the package imported first, the device) from its row of the vendor
+table, which the role installs beside this file (topsrider_collectives.json).
+For eccl, torch_gcu is imported first so that the backend is registered in
+this interpreter.
 
 --hold SECONDS keeps every rank training (the same steps, on the card) for
 that long after the first steps, so the launch check sees a running job.
@@ -66,7 +69,6 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    backend = os.environ.get("DIST_LAUNCH_BACKEND", "eccl")
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         if name not in os.environ:
             sys.stderr.write("ddp_smoke: %s is not set; start this script with a launcher "
@@ -74,9 +76,11 @@ def main(argv=None):
             return 2
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import topsrider_rank  # pylint: disable=import-error,import-outside-toplevel
+    collective = topsrider_rank.installed_collective(os.environ.get("DIST_LAUNCH_BACKEND"))
+    backend = collective["backend"]
     # For eccl this imports torch_gcu, which registers the backend; without it:
     # "Invalid backend: 'eccl'".
-    placement = topsrider_rank.place(backend, os.environ["LOCAL_RANK"])
+    placement = topsrider_rank.place(collective, os.environ["LOCAL_RANK"])
     import torch  # pylint: disable=import-error,import-outside-toplevel
     import torch.distributed as dist  # pylint: disable=import-error,import-outside-toplevel
 

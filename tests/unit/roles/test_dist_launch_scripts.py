@@ -14,6 +14,7 @@ import pytest
 
 from ansible_collections.gcu.topsrider.plugins.filter.vendor import FilterModule
 from ansible_collections.gcu.topsrider.plugins.module_utils import _compare
+from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import vendor_spec
 
 ROLE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "roles", "dist_launch"))
 ANSIBLE = os.path.join(os.path.dirname(sys.executable), "ansible")
@@ -31,6 +32,8 @@ BASE_VARS = {
                             {"min_cards": 1, "config": "cfg/small.yaml"},
                             {"min_cards": 64, "config": "cfg/huge.yaml"}],
     "dist_launch_config_arg": "--config",
+    # the role's vars/main.yml: the vendor's row of the table
+    "dist_launch_spec": vendor_spec("enflame"),
 }
 
 
@@ -92,7 +95,8 @@ def node(tmp_path_factory):
     nvidia = tmp / "nvidia"
     nvidia.mkdir()
     scripts["nvidia"] = render(nvidia, "launch-platform.sh", dict(
-        overrides, dist_launch_vendor="nvidia", dist_launch_backend="nccl", dist_launch_nproc=4,
+        overrides, dist_launch_vendor="nvidia", dist_launch_spec=vendor_spec("nvidia"), dist_launch_backend="nccl",
+        dist_launch_nproc=4,
         dist_launch_env_file="", dist_launch_configs=[], dist_launch_job_files=job_files_of("nvidia", ""),
         dist_launch_environment={"NCCL_DEBUG": "WARN", "VCCL_ALGO": "ring"}))
     return {"tmp": tmp, "scripts": scripts, "train": str(train), "env_file": env_file, "job_files": job_files}

@@ -45,6 +45,18 @@ def test_filter_in_a_play(tmp_path):
     assert rc == 0, out
 
 
+def test_collectives_filter_in_a_play(tmp_path):
+    # What dist_launch installs beside the rank code: the vendor's backend's row, then gloo's.
+    rc, out = run_play(tmp_path, [{"name": "Rows", "ansible.builtin.assert": {"that": [
+        "('nvidia' | gcu.topsrider.topsrider_collectives) == expected",
+        "('enflame' | gcu.topsrider.topsrider_collectives) | map(attribute='backend') | list == ['eccl', 'gloo']"]}}],
+        {"expected": [_vendors.collective_spec("nccl"), _vendors.collective_spec("gloo")]})
+    assert rc == 0, out
+    rc, out = run_play(tmp_path, [{"name": "Unknown", "ansible.builtin.debug": {
+        "msg": "{{ 'ascend' | gcu.topsrider.topsrider_collectives }}"}}], {})
+    assert rc != 0 and "unknown vendor 'ascend': the collection knows enflame, nvidia" in " ".join(out.split()), out
+
+
 def test_unknown_vendor_fails_the_role_before_anything_is_written(tmp_path):
     out_dir = tmp_path / "out"
     rc, out = run_play(tmp_path, [{"name": "Slurm node", "ansible.builtin.include_role": {
@@ -56,10 +68,12 @@ def test_unknown_vendor_fails_the_role_before_anything_is_written(tmp_path):
     assert "Read the node's cards" not in out and not out_dir.exists() and not (tmp_path / "etc").exists(), out
 
 
-# A value picked by comparing a vendor's name: `'x' if vendor == 'enflame' else ...`,
-# `vendor == "nvidia"`, `if gcu_vendor == 'nvidia'`. The table gives the value instead.
-VENDOR_TEST = re.compile(r"""(==|!=)\s*['"](%s)['"]|['"](%s)['"]\s*(==|!=)""" % (
-    "|".join(_vendors.NAMES), "|".join(_vendors.NAMES)))
+# A value picked by comparing a vendor's or a collective backend's name:
+# `'x' if vendor == 'enflame' else ...`, `vendor == "nvidia"`, `if backend == "eccl"`,
+# a shell's `[ "$VENDOR" = enflame ]`. The table gives the value instead.
+NAMES = "|".join(_vendors.NAMES + _vendors.BACKENDS)
+VENDOR_TEST = re.compile(r"""(==|!=)\s*['"](%s)['"]|['"](%s)['"]\s*(==|!=)|"\s+!?=\s+['"]?(%s)\b""" % (
+    NAMES, NAMES, NAMES))
 SOURCES = ("plugins", "roles", "playbooks")
 
 
@@ -84,4 +98,7 @@ def test_no_source_file_compares_a_vendor_name():
 def test_the_rule_sees_what_it_forbids():
     assert VENDOR_TEST.search("x: \"{{ 'gcu' if slurm_node_vendor == 'enflame' else 'gpu' }}\"")
     assert VENDOR_TEST.search('    if vendor == "nvidia":')
+    assert VENDOR_TEST.search('  if [ "$DIST_LAUNCH_VENDOR" = enflame ]; then')
+    assert VENDOR_TEST.search('[ "$vendor" != "nvidia" ]')
+    assert VENDOR_TEST.search('    if backend == "eccl":') and VENDOR_TEST.search("if params['backend'] != 'gloo':")
     assert not VENDOR_TEST.search("dist_launch_vendor: enflame")

@@ -2,6 +2,7 @@
 import pytest
 
 from ansible_collections.gcu.topsrider.plugins.module_utils import _collective_rank as rank
+from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import collective_spec
 
 MAPS = """7f0000000000-7f0000001000 r-xp 00000000 08:01 1 /usr/lib/x86_64-linux-gnu/libc.so.6
 7f0000002000-7f0000003000 r-xp 00000000 08:01 2 /opt/venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2
@@ -17,7 +18,7 @@ MAPS = """7f0000000000-7f0000001000 r-xp 00000000 08:01 1 /usr/lib/x86_64-linux-
     ("eccl", None, None),
 ])
 def test_format_version(backend, number, text):
-    assert rank.format_version(backend, number) == text
+    assert rank.format_version(collective_spec(backend)["library"], number) == text
 
 
 def test_mapped_library_reads_the_process_maps(tmp_path):
@@ -33,9 +34,9 @@ def test_loaded_library_per_backend(tmp_path):
     maps = tmp_path / "maps"
     maps.write_text(MAPS.replace("/usr/local/tops/lib/libeccl.so", str(tmp_path / "gone.so")).replace(
         "libnccl.so.2", "libnccl-missing.so.2"))
-    assert rank.loaded_library("gloo", str(maps)) is None
+    assert rank.loaded_library(collective_spec("gloo"), str(maps)) is None
     # Mapped but not loadable here: the path is reported, the version stays unknown.
-    lib = rank.loaded_library("nccl", str(maps))
+    lib = rank.loaded_library(collective_spec("nccl"), str(maps))
     assert lib["name"] == "libnccl" and lib["path"].endswith("libnccl-missing.so.2") and lib["version"] is None
 
 

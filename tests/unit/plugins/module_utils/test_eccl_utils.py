@@ -6,9 +6,18 @@ import sys
 
 import pytest
 
-from ansible_collections.gcu.topsrider.plugins.module_utils import _eccl, _eccl_children, _eccl_library, _torch_rule
+import json
+
+from ansible_collections.gcu.topsrider.plugins.module_utils import (
+    _collective_rank, _eccl, _eccl_children, _eccl_library, _torch_rule,
+)
+from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import collective_spec
 
 import eccl_fakes
+
+# The backends' rows of the vendor table, as the module hands them to the code under test.
+ECCL = collective_spec("eccl")
+NCCL = collective_spec("nccl")
 
 # Codes only the module itself produces (tested in tests/unit/plugins/modules/test_eccl_probe.py).
 MODULE_CODES = {"PYTHON_MISSING", "PROBE_FAILED", "WORLD_SIZE_TOO_LARGE"}
@@ -67,7 +76,7 @@ def test_find_copies_counts_links_once(tmp_path):
     (b / "libeccl.so").write_bytes(b"two")
     (b / "libecclx.so").write_bytes(b"other library")
     copies = _eccl_library.find_copies([(str(a), ["default"]), (str(b), ["library_dirs"])],
-                                       [str(a / "libeccl.so")])
+                                       [str(a / "libeccl.so")], ECCL["library"]["name"])
     assert [c["path"] for c in copies] == [str(a / "libeccl.so"), str(b / "libeccl.so")]
     first = copies[0]
     assert first["realpath"] == str(a / "libeccl.so.2.5.136")
@@ -78,7 +87,7 @@ def test_find_copies_counts_links_once(tmp_path):
 
 @pytest.mark.parametrize("number,expected", [(2005136, "2.5.136"), (1010000, "1.10.0"), (None, None)])
 def test_format_eccl_version(number, expected):
-    assert _eccl_library.format_eccl_version(number) == expected
+    assert _collective_rank.format_version(ECCL["library"], number) == expected
 
 
 @pytest.mark.parametrize("requires,spec", [
@@ -172,7 +181,7 @@ OK_LOAD = {"loadable": True, "error": None, "version_number": 2005136, "version_
      [], "/x/libeccl.so", None),
 ])
 def test_classify_library(copies, report, expected_codes, path, version):
-    result, problems = _eccl_library.classify_library(copies, report)
+    result, problems = _eccl_library.classify_library(copies, report, ECCL["library"])
     assert codes(problems) == expected_codes
     assert result["path"] == path
     assert result["version"] == version
@@ -180,7 +189,8 @@ def test_classify_library(copies, report, expected_codes, path, version):
 
 
 def test_classify_library_without_report_concludes_nothing():
-    result, problems = _eccl_library.classify_library([_copy("/usr/local/tops/lib/libeccl.so")], None)
+    result, problems = _eccl_library.classify_library([_copy("/usr/local/tops/lib/libeccl.so")], None,
+                                                      ECCL["library"])
     assert problems == []
     assert result["loadable"] is None and result["copies"][0]["loadable"] is None
 
@@ -190,7 +200,7 @@ def test_duplicate_message_names_versions_and_pick():
     report = {"by_soname": dict(OK_LOAD, path="/usr/lib/libeccl.so"),
               "copies": [dict(OK_LOAD, path="/usr/local/tops/lib/libeccl.so"),
                          dict(OK_LOAD, path="/usr/lib/libeccl.so", version_number=2005140)]}
-    _result, problems = _eccl_library.classify_library(copies, report)
+    _result, problems = _eccl_library.classify_library(copies, report, ECCL["library"])
     msg = problems[0]["message"]
     assert "2.5.136" in msg and "2.5.140" in msg and "loader picks /usr/lib/libeccl.so" in msg
 
@@ -356,7 +366,7 @@ def _run(python, script, args, env_extra):
 def test_framework_script_on_fake_packages(tmp_path, python, site_kwargs, env, expected_codes, api):
     site = eccl_fakes.make_site(tmp_path, **site_kwargs)
     env = dict(env, PYTHONPATH=site)
-    report = _run(python, _eccl_children.FRAMEWORK_SCRIPT, ["eccl"], env)
+    report = _run(python, _eccl_children.FRAMEWORK_SCRIPT, [json.dumps(ECCL)], env)
     result, problems = _eccl.classify_framework(report, "eccl")
     assert codes(problems) == expected_codes, problems
     assert result["api_generation"] == api
@@ -378,7 +388,8 @@ def test_library_script_loads_and_reads_version(tmp_path, libdir, python):
     junk = tmp_path / "libeccl.so"
     junk.write_text("not an ELF file\n" * 200)
     lib = os.path.join(libdir, "libeccl.so")
-    report = _run(python, _eccl_children.LIBRARY_SCRIPT, ["libeccl.so", lib, str(junk)], {"LD_LIBRARY_PATH": libdir})
+    report = _run(python, _eccl_children.LIBRARY_SCRIPT, [json.dumps(ECCL["library"]), lib, str(junk)],
+                  {"LD_LIBRARY_PATH": libdir})
     assert report["by_soname"]["loadable"] is True
     assert report["by_soname"]["path"] == lib
     assert report["by_soname"]["version_number"] == 2005136
@@ -386,7 +397,7 @@ def test_library_script_loads_and_reads_version(tmp_path, libdir, python):
     assert report["copies"][0]["loadable"] is True
     assert report["copies"][1]["loadable"] is False and "ELF" in report["copies"][1]["error"]
     # Without the loader path the soname does not resolve, though the file loads by path.
-    report = _run(python, _eccl_children.LIBRARY_SCRIPT, ["libeccl.so", lib], {})
+    report = _run(python, _eccl_children.LIBRARY_SCRIPT, [json.dumps(ECCL["library"]), lib], {})
     assert report["by_soname"]["loadable"] is False
     assert "libeccl.so" in report["by_soname"]["error"]
     assert report["copies"][0]["loadable"] is True
@@ -398,11 +409,12 @@ def test_library_script_reads_an_nccl_version(tmp_path):
     src.write_text("int ncclGetVersion(int *v) { *v = 22809; return 0; }\n")
     lib = tmp_path / "libnccl.so.2"
     subprocess.check_call(["gcc", "-shared", "-fPIC", "-Wl,-soname,libnccl.so.2", "-o", str(lib), str(src)])
-    report = _run(sys.executable, _eccl_children.LIBRARY_SCRIPT, ["libnccl.so.2", str(lib)], {"LD_LIBRARY_PATH": str(tmp_path)})
+    report = _run(sys.executable, _eccl_children.LIBRARY_SCRIPT, [json.dumps(NCCL["library"]), str(lib)],
+                  {"LD_LIBRARY_PATH": str(tmp_path)})
     assert report["by_soname"]["path"] == str(lib)
     assert report["by_soname"]["version_string"] == "2.28.9" and report["by_soname"]["version_number"] is None
     copy = {"path": str(lib), "realpath": str(lib), "found_in": ["x"], "links": [], "in_loader_cache": False, "size": 1}
-    result, problems = _eccl_library.classify_library([copy], report, _eccl_library.NCCL_LIBRARY_NAME)
+    result, problems = _eccl_library.classify_library([copy], report, NCCL["library"])
     assert problems == [] and result["version"] == "2.28.9" and result["name"] == "libnccl.so"
 
 

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from ansible.module_utils import basic
-from ansible_collections.gcu.topsrider.plugins.module_utils import _eccl_probe
+from ansible_collections.gcu.topsrider.plugins.module_utils import _eccl_probe, _vendors
 from ansible_collections.gcu.topsrider.plugins.modules import eccl_probe
 
 from utils import AnsibleExitJson, AnsibleFailJson, exit_json, fail_json, set_module_args
@@ -43,8 +43,8 @@ def node(monkeypatch):
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", get_bin_path)
     monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
     monkeypatch.setattr(_eccl_probe, "read_ld_so_conf", lambda: [])
-    monkeypatch.setattr(_eccl_probe, "DEFAULT_LIBRARY_DIRS", ())
-    monkeypatch.setattr(_eccl_probe, "NCCL_LIBRARY_DIRS", ())
+    for row in _vendors.VENDORS:  # the vendor table's default library directories
+        monkeypatch.setitem(row["collective"]["library"], "dirs", [])
     return state
 
 
@@ -226,6 +226,14 @@ def test_check_mode_runs_the_same_read_only_probe(node, libdir, tmp_path):
 def test_bad_arguments(node, args, fragment):
     failed, r = run(args)
     assert failed and fragment in r["msg"]
+    assert node["commands"] == []
+
+
+def test_a_backend_the_vendor_table_lacks_is_refused_by_name(node):
+    # Never another backend's values (NVIDIA's included): the module stops before any probe.
+    failed, r = run({"backend": "hccl", "level": "library"})
+    assert failed and r["msg"] == ("backend: unknown collective backend 'hccl': the collection knows eccl, nccl, gloo "
+                                   "(plugins/module_utils/_vendors.py)")
     assert node["commands"] == []
 
 

@@ -78,7 +78,7 @@ def test_guarded_lets_other_errors_through(arg, errors):
     (truth, ["topsrider_failure", "topsrider_node_lost", "topsrider_restore_actual", "topsrider_restore_expected",
              "topsrider_run_id", "topsrider_snapshot_needs",
              "topsrider_state_differences", "topsrider_value_problems"]),
-    (vendor, ["topsrider_job_files", "topsrider_vendor"]),
+    (vendor, ["topsrider_collectives", "topsrider_job_files", "topsrider_vendor"]),
 ])
 def test_every_filter_of_the_plugins_is_guarded(module, names):
     filters = module.FilterModule().filters()
