@@ -96,9 +96,9 @@ def good_state():
     }
 
 
-def differences(snap, state, journal=JOURNAL):
+def differences(snap, state, journal="the snapshot's"):
     """What restore.yml's one topsrider_state call returns as `pending` (the assert's differences)."""
-    desired = restore_desired(snap, journal, FACTS, "t20-01")
+    desired = restore_desired(snap, JOURNAL if journal == "the snapshot's" else journal, FACTS, "t20-01")
     assert desired_problems(desired) == []
     return compare(desired, state)["pending"]
 
