@@ -10,28 +10,11 @@ unit-tested); these are thin wrappers."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import json
-
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._truth import (
-    failure_text, freeze_torch_gcu, node_lost, restore_expected, snapshot_needs, state_differences,
+    failure_text, node_lost, restore_desired, snapshot_needs, snapshot_record,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._values import run_id, value_problems
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
-
-
-def _restore_actual(state, freeze_lines, facts_path):
-    """The actual side of topsrider_state_differences from a topsrider_state
-    result (packages, files) and `pip freeze --all` lines."""
-    files = dict((p, f.get("sha256") if f.get("exists") else None)
-                 for p, f in (state.get("files") or {}).items() if p != facts_path)
-    facts = (state.get("files") or {}).get(facts_path) or {}
-    version, url = freeze_torch_gcu(freeze_lines)
-    return {
-        "packages": state.get("packages") or {},
-        "files": files,
-        "torch_gcu": {"version": version, "url": url},
-        "facts": json.loads(facts["content"]) if facts.get("exists") and facts.get("content") else None,
-    }
 
 
 class FilterModule(object):
@@ -41,9 +24,10 @@ class FilterModule(object):
             "topsrider_value_problems": value_problems,
             # '' | topsrider_run_id -> 20261125T213000Z; an operator's id is checked by the name rule
             "topsrider_run_id": run_id,
-            "topsrider_restore_expected": restore_expected,
-            "topsrider_restore_actual": _restore_actual,
-            "topsrider_state_differences": state_differences,
+            # preflight_state.state | topsrider_snapshot_record(id, time, ...) -> the deploy snapshot
+            "topsrider_snapshot_record": snapshot_record,
+            # snapshot | topsrider_restore_desired(journal, facts_file, node) -> topsrider_state's desired
+            "topsrider_restore_desired": restore_desired,
             "topsrider_snapshot_needs": snapshot_needs,
             # msg | topsrider_failure(action, name[, prefix]) -> one sentence
             "topsrider_failure": failure_text,

@@ -21,6 +21,13 @@ are CATEGORIES. The desired state of one node is:
      the card_exporter role's service)}
 and, for a deploy, where the release is staged and what names it:
     {stage_path, manifest_sha256, facts_file}
+A restore's desired state (plugin_utils/_truth.py restore_desired, from a
+deploy snapshot) names instead of a release what the snapshot recorded:
+    {snapshot: its id, manifest: {files: []}, node, devices: false,
+     packages: {name: {version (None: not installed), held}},
+     files: {path: {sha256, mode, owner, group} or {absent: true}},
+     python, torch_gcu: {version (None: not installed), url (None: not compared)},
+     facts: {path, content: the local facts as a mapping, or None: no file}}
 The actual state is topsrider_state's `state`, plus optionally `probe`: an
 eccl_probe result.
 
@@ -62,6 +69,8 @@ UNIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9@_.:-]*\.service\Z")
 MAX_NAMED_FILES = 20
 # What a deploy's desired state adds to the drift check's.
 STAGE_KEYS = ("stage_path", "manifest_sha256", "facts_file")
+# What a restore's desired state (a snapshot's) names instead of a release's packages and wheel.
+RESTORE_KEYS = ("packages", "torch_gcu", "facts")
 
 
 class DriftError(ValueError):
@@ -99,6 +108,29 @@ def _packages(node, desired, actual):
         if desired.get("hold", True) and not entry.get("held"):
             out.append(finding(node, "package", name + " hold", "hold", entry.get("want"),
                                "%s is not held: apt or unattended-upgrades may move it" % name))
+    return out
+
+
+def _held_word(held):
+    return "held" if held else "not held"
+
+
+def _package_map(node, desired, actual):
+    """desired.packages (a restore's): each package at its version (None: not
+    installed) and held or not, exactly."""
+    out = []
+    have = actual.get("packages") or {}
+    for name, want in sorted((desired.get("packages") or {}).items()):
+        entry = have.get(name) or {"version": None, "status": "not-installed", "held": False}
+        version = want.get("version")
+        if entry.get("version") != version:
+            out.append(finding(node, "package", name + " version", version or "not installed",
+                               entry.get("version") or "not installed"))
+        elif version is not None and entry.get("status") != "installed":
+            out.append(finding(node, "package", name + " version", version, "%s (%s)" % (version, entry.get("status"))))
+        elif version is not None and bool(entry.get("held")) != bool(want.get("held")):
+            out.append(finding(node, "package", name + " hold", _held_word(want.get("held")),
+                               _held_word(entry.get("held"))))
     return out
 
 
@@ -154,14 +186,21 @@ def _files(node, desired, actual):
         want = desired["files"][path]
         got = have.get(path) or {"exists": False}
         content = want.get("content")
+        sha = _sha(content) if content is not None else (
+            "sha256:" + want["sha256"] if want.get("sha256") else None)
+        if want.get("absent"):
+            if got.get("exists"):
+                out.append(finding(node, "env", path, "absent", "a %s" % got.get("type", "file")))
+            continue
         if not got.get("exists"):
-            out.append(finding(node, "env", path, _sha(content) if content is not None else "present",
-                               "missing"))
+            out.append(finding(node, "env", path, sha or "present", "missing"))
             continue
         if got.get("type", "file") != "file":
             out.append(finding(node, "env", path, "a regular file", "a %s" % got.get("type")))
             continue
-        if content is not None and got.get("sha256") != _sha(content)[len("sha256:"):]:
+        if content is None and sha is not None and got.get("sha256") != sha[len("sha256:"):]:
+            out.append(finding(node, "env", path, sha, "sha256:%s" % got.get("sha256")))
+        elif content is not None and got.get("sha256") != sha[len("sha256:"):]:
             detail = None
             if got.get("content") is not None:
                 detail = "".join(difflib.unified_diff(
@@ -174,6 +213,24 @@ def _files(node, desired, actual):
     return out
 
 
+def _url_base(url):
+    """A wheel's URL without its fragment (pip freeze adds #sha256=...; direct_url.json keeps it apart)."""
+    return url.split("#", 1)[0] if url else url
+
+
+def _wheel_version(node, want, py):
+    """A restore's torch_gcu: the version the snapshot recorded (None: not installed), and where it
+    came from when the snapshot recorded that."""
+    version = want.get("version") or None
+    if py.get("torch_gcu") != version:
+        return [finding(node, "wheel", "torch_gcu version", version or "not installed",
+                        py.get("torch_gcu") or "not installed", "in %s" % py.get("path"))]
+    if version and want.get("url") and _url_base(want["url"]) != _url_base(py.get("torch_gcu_url")):
+        return [finding(node, "wheel", "torch_gcu source", want["url"],
+                        py.get("torch_gcu_url") or "an index or --find-links")]
+    return []
+
+
 def _wheel(node, desired, actual):
     py = actual.get("python")
     if py is None:
@@ -181,6 +238,8 @@ def _wheel(node, desired, actual):
     if py.get("error"):
         return [finding(node, "wheel", "training python", desired.get("python") or py.get("path"),
                         None, py["error"])]
+    if desired.get("torch_gcu") is not None:
+        return _wheel_version(node, desired["torch_gcu"], py)
     wheels = [f for f in desired.get("manifest", {}).get("files", [])
               if f.get("type") == "wheel" and f.get("package") in ("torch_gcu", "torch-gcu")]
     wheel = [w for w in wheels if w.get("python") == py.get("python")]
@@ -293,19 +352,52 @@ def sorted_findings(found):
     return sorted(found, key=lambda f: (order[f["category"]], f["check"]))
 
 
+def _facts_words(facts):
+    if facts is None:
+        return "none"
+    if not isinstance(facts, dict):
+        return "not a JSON object"
+    return "version %s (snapshot %s)" % (facts.get("version"), facts.get("snapshot"))
+
+
+def _facts(node, desired, actual):
+    """A restore's local facts: the mapping the snapshot recorded, or no file (None)."""
+    want = desired.get("facts")
+    if not want:
+        return []
+    got = (actual.get("files") or {}).get(want["path"]) or {"exists": False}
+    # A file that should not be there, or is not: the files' own finding names it.
+    if want.get("content") is None or not got.get("exists"):
+        return []
+    try:
+        have = json.loads(got.get("content") or "")
+    except ValueError:
+        have = "unreadable"
+    if have == want["content"]:
+        return []
+    return [finding(node, "env", "local facts " + want["path"], _facts_words(want["content"]), _facts_words(have))]
+
+
 def node_findings(node, desired, actual):
     """Every difference between the desired and the actual state of one node."""
     if not isinstance(actual, dict):
         raise DriftError("actual state of %s is not a dict" % node)
-    found = (_packages(node, desired, actual) + _package_files(node, desired, actual) + _files(node, desired, actual)
+    found = (_packages(node, desired, actual) + _package_map(node, desired, actual)
+             + _package_files(node, desired, actual) + _files(node, desired, actual) + _facts(node, desired, actual)
              + _wheel(node, desired, actual) + library_findings(node, desired, actual) + _devices(node, desired, actual)
              + service_findings(node, actual) + probe_findings(node, actual.get("probe")))
     return sorted_findings(found)
 
 
-def _short_value(value):
+def _short_value(value, width=24):
     text = "none" if value is None else str(value)
-    return text if len(text) <= 24 else text[:21] + "..."
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def finding_reason(f, width=24):
+    """One line for a finding: category, check, expected and found (each cut to `width` characters)."""
+    return "%s %s: expected %s, found %s" % (f["category"], f["check"], _short_value(f["expected"], width),
+                                             _short_value(f["actual"], width))
 
 
 def deploy_pending_reasons(findings, files, manifest, manifest_sha256, stage_path, facts_path):
@@ -316,8 +408,7 @@ def deploy_pending_reasons(findings, files, manifest, manifest_sha256, stage_pat
     findings, a deploy also keeps the staged bundle (root-only copies of
     every manifest file and the manifest itself) and the local facts that
     name the deployed manifest."""
-    reasons = ["%s %s: expected %s, found %s" % (f["category"], f["check"], _short_value(f["expected"]),
-                                                 _short_value(f["actual"])) for f in findings]
+    reasons = [finding_reason(f) for f in findings]
     facts = (files or {}).get(facts_path) or {}
     recorded = None
     if facts.get("exists") and facts.get("content") is not None:
@@ -381,6 +472,10 @@ def desired_problems(desired):
         out.append("desired.services is a list of systemd unit names (name.service), got %r" % (services,))
     if desired.get("python") is not None and not _is_abs_path(desired.get("python")):
         out.append("desired.python is the training interpreter's absolute path, got %r" % desired.get("python"))
+    if desired.get("devices") not in (None, True, False):
+        out.append("desired.devices is true or false, got %r" % (desired.get("devices"),))
+    if desired.get("snapshot") not in (None, ""):
+        out.extend(restore_problems(desired))
     given = [k for k in STAGE_KEYS if desired.get(k) not in (None, "")]
     if given and len(given) != len(STAGE_KEYS):
         out.append("desired: %s go together (a deploy's staged bundle), got only %s"
@@ -389,6 +484,36 @@ def desired_problems(desired):
         if desired.get(key) not in (None, "") and not _is_abs_path(desired[key]):
             out.append("desired.%s is an absolute path, got %r" % (key, desired[key]))
     return out
+
+
+def restore_problems(desired):
+    """What makes a restore's desired state (desired.snapshot given) unusable."""
+    out = []
+    packages = desired.get("packages")
+    if not isinstance(packages, dict) or not all(
+            isinstance(v, dict) and isinstance(v.get("version"), (str, type(None))) for v in packages.values()):
+        out.append("desired.packages maps package names to {version (null: not installed), held}")
+    wheel = desired.get("torch_gcu")
+    if not isinstance(wheel, dict) or not desired.get("python"):
+        out.append("desired.torch_gcu is {version, url} in desired.python (a restore's training Python)")
+    facts = desired.get("facts")
+    if not isinstance(facts, dict) or not _is_abs_path(facts.get("path")) or not isinstance(
+            facts.get("content"), (dict, type(None))):
+        out.append("desired.facts is {path: the local facts file, content: a mapping or null}")
+    if any(desired.get(k) not in (None, "") for k in STAGE_KEYS):
+        out.append("desired: a restore (snapshot) names no staged release (%s)" % ", ".join(STAGE_KEYS))
+    return out
+
+
+def is_restore(desired):
+    """Does `desired` name a deploy snapshot (a restore's proof)?"""
+    return desired.get("snapshot") not in (None, "")
+
+
+def restore_reasons(findings):
+    """A restore's differences, one line each: the finding, and its detail when that is one line."""
+    return [finding_reason(f, 80) + (" (%s)" % f["detail"] if f.get("detail") and "\n" not in f["detail"] else "")
+            for f in findings]
 
 
 def is_deploy(desired):
@@ -401,10 +526,15 @@ def desired_reads(desired):
     {packages, package_files, files, python, library, library_package,
     devices, services}. A deploy's desired state adds the local facts and every staged
     file; package_files (the debs whose files are verified) only when
-    desired.package_files is true."""
+    desired.package_files is true; a restore's its packages and its local
+    facts; the cards unless desired.devices is false."""
     manifest = desired.get("manifest") or {}
     packages = [f["package"] for f in manifest.get("files") or [] if f.get("type") == "deb"]
+    packages += [name for name in sorted(desired.get("packages") or {}) if name not in packages]
     files = list(desired.get("files") or {})
+    facts = (desired.get("facts") or {}).get("path")
+    if facts and facts not in files:
+        files.append(facts)
     if is_deploy(desired):
         stage = desired["stage_path"].rstrip("/")
         files += [desired["facts_file"]]
@@ -413,17 +543,19 @@ def desired_reads(desired):
     lib = desired.get("library") or {}
     return {"packages": packages, "package_files": packages if desired.get("package_files") else [],
             "files": files, "python": desired.get("python"),
-            "library": lib.get("name"), "library_package": lib.get("package"), "devices": True,
+            "library": lib.get("name"), "library_package": lib.get("package"),
+            "devices": desired.get("devices") is not False,
             "services": list(desired.get("services") or [])}
 
 
 def compare(desired, state):
     """The comparison topsrider_state returns: {findings, pending}; pending
-    (why a deploy of the release would still change the node) only for a
-    deploy's desired state, else None."""
+    (why a deploy of the release would still change the node; for a
+    restore's desired state, what differs from the snapshot) only for a
+    deploy's or a restore's desired state, else None."""
     node = desired.get("node") or "this node"
     found = node_findings(node, desired, state)
-    pending = None
+    pending = restore_reasons(found) if is_restore(desired) else None
     if is_deploy(desired):
         pending = deploy_pending_reasons(found, state.get("files"), desired.get("manifest"),
                                          desired["manifest_sha256"], desired["stage_path"], desired["facts_file"])

@@ -61,8 +61,25 @@ def v(names):
         except PackageNotFoundError:
             pass
     return None
+def url(names):
+    # Where pip installed it from, when it was a file or URL (PEP 610's direct_url.json; pip freeze's "@ URL").
+    try:
+        from importlib.metadata import distribution, PackageNotFoundError  # novm (3.8+, guarded)
+    except ImportError:
+        return None
+    for n in names:
+        try:
+            text = distribution(n).read_text("direct_url.json")
+        except PackageNotFoundError:
+            continue
+        try:
+            return json.loads(text).get("url") if text else None
+        except (ValueError, AttributeError):
+            return None
+    return None
 print(json.dumps({"python": "%d.%d" % sys.version_info[:2], "executable": sys.executable,
-                  "torch": v(["torch"]), "torch_gcu": v(["torch_gcu", "torch-gcu"]), "pip": v(["pip"])}))
+                  "torch": v(["torch"]), "torch_gcu": v(["torch_gcu", "torch-gcu"]), "pip": v(["pip"]),
+                  "torch_gcu_url": url(["torch_gcu", "torch-gcu"])}))
 '''
 
 
@@ -161,9 +178,11 @@ def parse_python_probe(rc, stdout, stderr):
 def read_python(module, python):
     """What the interpreter `python` has (PYTHON_PROBE, run with the module's
     run_command): path, python (major.minor), executable, torch, torch_gcu,
-    pip; error (None, or why the interpreter did not answer)."""
+    torch_gcu_url (the file or URL pip installed it from, None when it came
+    from an index or find-links), pip; error (None, or why the interpreter
+    did not answer)."""
     result = {"path": python, "python": None, "executable": None, "torch": None, "torch_gcu": None,
-              "pip": None, "error": None}
+              "torch_gcu_url": None, "pip": None, "error": None}
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
         result["error"] = "%s does not exist or is not executable" % python
         return result
@@ -173,7 +192,7 @@ def read_python(module, python):
     except StateError as e:
         result["error"] = "%s: %s" % (python, e)
         return result
-    for key in ("python", "executable", "torch", "torch_gcu", "pip"):
+    for key in ("python", "executable", "torch", "torch_gcu", "torch_gcu_url", "pip"):
         result[key] = data.get(key)
     return result
 

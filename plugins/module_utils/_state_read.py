@@ -205,7 +205,7 @@ def read_state(module, p):
         reads["files"] = list(dict.fromkeys(list(reads["files"]) + want["files"]))
         for key in ("python", "library", "library_package"):
             reads[key] = reads[key] or want[key]
-        reads["devices"] = True
+        reads["devices"] = reads["devices"] or want["devices"]
         reads["services"] = want["services"]
     # A verified package's version is read too (the reinstall hint names it).
     reads["packages"] = list(dict.fromkeys(list(reads["packages"]) + list(reads["package_files"])))

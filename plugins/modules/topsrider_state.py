@@ -97,6 +97,11 @@ options:
         P(gcu.topsrider.card_exporter#role)'s C(topsrider-card-exporter.service)) -
         a unit whose file is in C(/etc/systemd/system) must be active (C(systemctl is-active)), a finding of
         category C(service) otherwise; a unit without that file is not deployed there and not checked.
+      - A restore's desired state (P(gcu.topsrider.topsrider_restore_desired#filter), from a deploy snapshot) names
+        C(snapshot) (its id) and, instead of a release, C(packages) (each C(version), null for not installed, and
+        C(held)), C(files) (each C(sha256), C(mode), C(owner), C(group), or C(absent)), C(torch_gcu) (C(version)
+        and C(url) in C(python)), C(facts) (C(path) and the mapping the local facts hold, or null) and
+        C(devices=false) (the cards are not read).
       - What it names is read besides what the other options ask for (every deb of the manifest, the files, the
         Python, the library, the cards; for a deploy also the local facts and every staged file), and the node is
         compared with it - the collection's one comparison (C(plugins/module_utils/_compare.py)), the same
@@ -219,6 +224,7 @@ pending:
   description: >-
     With a deploy's O(desired) (C(stage_path) given), why deploying the release could still change the node, one
     line per reason (the findings, the staged bundle, the local facts); empty when it would change nothing.
+    With a restore's (C(snapshot) given), what differs from the snapshot, one line per finding.
     Null for a drift check's desired state.
   returned: when O(desired) is given
   type: list
@@ -244,10 +250,13 @@ state:
     python:
       description: >-
         C(path) of the interpreter, C(python) (major.minor), C(executable), C(torch), C(torch_gcu) and C(pip)
-        versions (null when not installed), or C(error) when the interpreter could not be probed.
+        versions (null when not installed), C(torch_gcu_url) (the file or URL pip installed torch_gcu from, as
+        C(pip freeze) shows it after C(@); null when it came from an index or C(--find-links)), or C(error) when
+        the interpreter could not be probed.
       type: dict
       sample: {"path": "/opt/venvs/train/bin/python", "python": "3.11", "executable": "/opt/venvs/train/bin/python",
-               "torch": "2.13.0", "torch_gcu": "2.13.0+2.5.136", "pip": "23.0.1", "error": null}
+               "torch": "2.13.0", "torch_gcu": "2.13.0+2.5.136", "pip": "23.0.1", "error": null,
+               "torch_gcu_url": "file:///var/cache/topsrider/2.5.136/torch_gcu-2.13.0%2B2.5.136-cp311-none-any.whl"}
     library:
       description: >-
         C(name), C(package), C(resolved) (the loader cache's entries, in its order) and C(owned) (the package's

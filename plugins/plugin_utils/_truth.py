@@ -15,111 +15,119 @@ import hashlib
 import os
 import re
 
-try:
-    from urllib.parse import unquote
-except ImportError:  # pragma: no cover - Python 2 controllers are not supported
-    from urllib import unquote
-
 
 # ---------------------------------------------------------------------------
-# The state a restore must end in, and what differs from it
+# The deploy snapshot, and the state a restore of it must end in
 # ---------------------------------------------------------------------------
 
+# How a deploy writes the files it manages (eccl_env's environment file,
+# tops_sdk's loader config, the local facts), and so how a restore writes
+# them back when the snapshot recorded no mode and owner (snapshots written
+# before 2026-11-26) or the file did not exist.
+DEPLOY_FILE_MODE = {"mode": "0644", "owner": "root", "group": "root"}
 
-def restore_expected(deploy_snapshot, journal=None):
-    """What a node looks like after a restore of `deploy_snapshot` (the
-    deploy snapshot file, /var/lib/topsrider/deploys/<id>.json) with the
-    deb_bundle `journal` of the same id (or None):
 
-    {"packages": {name: {"version", "held"}}, "files": {path: sha256 or None},
-     "torch_gcu": {"version", "url"}, "facts": dict or None}
+def snapshot_record(state, deploy_id, time, to_version, managed_files, journal, journalled, python, environment,
+                    cache_root, local_facts, slurped=None):
+    """The deploy snapshot (/var/lib/topsrider/deploys/<id>.json): what a
+    rollback returns to, from the preflight's topsrider_state read `state`
+    (packages, files) before anything changed:
 
-    Packages: the state the deploy snapshot recorded (all of the bundle's
-    debs, when the snapshot has it), and for the packages the journal
-    recorded, its "before" (what the rollback puts back)."""
+    {id, time, from_version, to_version, packages_journalled, journal,
+     packages: {name: {version (None: not installed), held}},
+     files: {path: base64 content, or None: the file did not exist},
+     modes: {path: {mode, owner, group}} (each regular file that existed),
+     torch_gcu: {python, before, before_cache, before_url}, facts_before}
+
+    `managed_files`: the paths a restore puts back; `slurped`: the results of
+    a slurp loop over those whose content `state` did not return (too large
+    or not UTF-8); `environment`: the training Python as topsrider_state
+    reads it (torch_gcu, torch_gcu_url); `local_facts`: the node's local facts
+    (their `topsrider` entry names the release before)."""
+    files_now = state.get("files") or {}
+    facts = (local_facts or {}).get("topsrider")
+    from_version = facts.get("version") if isinstance(facts, dict) else None
+    slurped_content = dict((r["item"], r["content"]) for r in slurped or [] if "content" in r and "item" in r)
+    files, modes = {}, {}
+    for path in managed_files:
+        now = files_now.get(path) or {"exists": False}
+        if not now.get("exists"):
+            files[path] = None
+            continue
+        if path in slurped_content:
+            files[path] = slurped_content[path]
+        elif now.get("content") is not None:
+            files[path] = base64.b64encode(now["content"].encode("utf-8")).decode("ascii")
+        else:
+            raise ValueError("%s exists but its content was neither read nor slurped" % path)
+        if now.get("type", "file") == "file":
+            modes[path] = dict((k, now.get(k)) for k in ("mode", "owner", "group"))
+    env = environment or {}
+    return {
+        "id": deploy_id,
+        "time": time,
+        "from_version": from_version,
+        "to_version": to_version,
+        "packages_journalled": bool(journalled),
+        # The journal deb_bundle writes under the same id, named so a restore can refuse when it is gone.
+        "journal": journal,
+        "packages": dict((name, {"version": rec.get("version"), "held": rec.get("held")})
+                         for name, rec in sorted((state.get("packages") or {}).items())),
+        "files": files,
+        "modes": modes,
+        "torch_gcu": {
+            "python": python,
+            "before": env.get("torch_gcu"),
+            "before_cache": "%s/%s" % (cache_root.rstrip("/"), from_version) if from_version else None,
+            # e.g. file:///var/cache/topsrider/2.5.136/torch_gcu-...whl: reinstalled from there, the same source.
+            "before_url": env.get("torch_gcu_url") if env.get("torch_gcu") else None,
+        },
+        "facts_before": facts,
+    }
+
+
+def restore_desired(deploy_snapshot, journal, facts_file, node=None):
+    """The desired state (module_utils/_compare.py, topsrider_state's
+    `desired`) a restore of `deploy_snapshot` (the deploy snapshot file) with
+    the deb_bundle `journal` of the same id (or None) must end in:
+
+    packages: the state the snapshot recorded and, for the packages the
+    journal recorded, its "before" (what the rollback puts back), each
+    version (None: not installed) and hold; files: each managed file's
+    sha256, mode and owner as the snapshot recorded them (0644 root:root,
+    as a deploy writes them, where it recorded none), or absent; the local
+    facts (0644 root:root, as the deploy and the restore write them, the
+    same mapping) or none; torch_gcu in the training Python at its version,
+    from the file it came from where the snapshot recorded one. The cards are
+    not read (a restore does not change them)."""
     snap = deploy_snapshot or {}
     packages = {}
     for name, rec in sorted((snap.get("packages") or {}).items()):
         packages[name] = {"version": rec.get("version"), "held": bool(rec.get("held"))}
     for name, rec in sorted(((journal or {}).get("packages") or {}).items()):
         packages[name] = {"version": rec.get("before"), "held": bool(rec.get("before_held"))}
+    modes = snap.get("modes") or {}
     files = {}
     for path, content in sorted((snap.get("files") or {}).items()):
-        files[path] = None if content is None else hashlib.sha256(base64.b64decode(content)).hexdigest()
+        if content is None:
+            files[path] = {"absent": True}
+        else:
+            files[path] = dict(DEPLOY_FILE_MODE, sha256=hashlib.sha256(base64.b64decode(content)).hexdigest())
+            files[path].update((k, v) for k, v in (modes.get(path) or {}).items() if k in DEPLOY_FILE_MODE and v)
+    facts = snap.get("facts_before")
+    files[facts_file] = dict(DEPLOY_FILE_MODE) if facts is not None else {"absent": True}
     wheel = snap.get("torch_gcu") or {}
     return {
+        "node": node,
+        "snapshot": snap.get("id") or "unnamed",
+        "manifest": {"version": snap.get("from_version"), "files": []},
+        "devices": False,
         "packages": packages,
         "files": files,
-        "torch_gcu": {"version": wheel.get("before"), "url": wheel.get("before_url") or None},
-        "facts": snap.get("facts_before"),
+        "python": wheel.get("python"),
+        "torch_gcu": {"version": wheel.get("before") or None, "url": wheel.get("before_url") or None},
+        "facts": {"path": facts_file, "content": facts},
     }
-
-
-def freeze_torch_gcu(freeze_lines):
-    """(version or None, url or None) of torch_gcu in `pip freeze --all` lines."""
-    for line in freeze_lines or []:
-        line = line.strip()
-        m = re.match(r"^torch[_-]gcu\s*(==\s*(?P<v>\S+)|@\s*(?P<u>\S+))", line, re.I)
-        if m:
-            url = m.group("u")
-            version = m.group("v")
-            if url and version is None:
-                # file:///var/cache/topsrider/2.5.136/torch_gcu-2.13.0+2.5.136-py311-none-any.whl
-                # pip writes the file name URL-quoted: 2.13.0%2B2.5.136
-                parts = unquote(os.path.basename(url)).split("-")
-                version = parts[1] if len(parts) > 1 else None
-            return version, url
-    return None, None
-
-
-def state_differences(expected, actual):
-    """What differs between `expected` (restore_expected or the same shape)
-    and `actual`:
-
-    {"packages": {name: {"version", "held", "status"}} (topsrider_state),
-     "files": {path: sha256 or None}, "torch_gcu": {"version", "url"},
-     "facts": dict or None}
-
-    One line per difference; empty when the node is in the expected state.
-    A url of None in `expected` is not compared (older snapshots did not
-    record where the wheel came from)."""
-    out = []
-    pk_actual = actual.get("packages") or {}
-    for name, want in sorted((expected.get("packages") or {}).items()):
-        have = pk_actual.get(name) or {"version": None, "held": False, "status": "not-installed"}
-        if have.get("version") != want["version"]:
-            out.append("package %s is %s, the snapshot has %s"
-                       % (name, have.get("version") or "absent", want["version"] or "absent"))
-        elif want["version"] is not None and have.get("status", "installed") != "installed":
-            out.append("package %s %s is %s, not installed" % (name, want["version"], have.get("status")))
-        elif want["version"] is not None and bool(have.get("held")) != want["held"]:
-            out.append("package %s is %s, the snapshot has it %s"
-                       % (name, "held" if have.get("held") else "not held",
-                          "held" if want["held"] else "not held"))
-    f_actual = actual.get("files") or {}
-    for path, want in sorted((expected.get("files") or {}).items()):
-        have = f_actual.get(path)
-        if want != have:
-            if want is None:
-                out.append("file %s exists, the snapshot has none" % path)
-            elif have is None:
-                out.append("file %s is missing, the snapshot has one (sha256 %s)" % (path, want[:12]))
-            else:
-                out.append("file %s has sha256 %s, the snapshot %s" % (path, have[:12], want[:12]))
-    w_want = expected.get("torch_gcu") or {}
-    w_have = actual.get("torch_gcu") or {}
-    if "version" in w_want and w_want.get("version") != w_have.get("version"):
-        out.append("torch_gcu is %s, the snapshot has %s"
-                   % (w_have.get("version") or "not installed", w_want.get("version") or "not installed"))
-    elif w_want.get("url") and w_want.get("url") != w_have.get("url"):
-        out.append("torch_gcu %s comes from %s, the snapshot's from %s"
-                   % (w_want.get("version"), w_have.get("url") or "an unknown source", w_want["url"]))
-    if "facts" in expected and expected.get("facts") != actual.get("facts"):
-        want, have = expected.get("facts"), actual.get("facts")
-        out.append("local facts %s, the snapshot's %s"
-                   % ("are missing" if have is None else "name %s (snapshot %s)" % (have.get("version"), have.get("snapshot")),
-                      "are none" if want is None else "name %s (snapshot %s)" % (want.get("version"), want.get("snapshot"))))
-    return out
 
 
 def snapshot_needs(deploy_snapshot, journal, cache_root):

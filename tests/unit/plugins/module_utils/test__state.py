@@ -52,7 +52,7 @@ def test_python_probe_runs_for_real():
     data = _state.parse_python_probe(proc.returncode, proc.stdout, proc.stderr)
     assert data["python"] == "%d.%d" % sys.version_info[:2]
     assert data["torch_gcu"] is None
-    assert set(data) == {"python", "executable", "torch", "torch_gcu", "pip"}
+    assert set(data) == {"python", "executable", "torch", "torch_gcu", "torch_gcu_url", "pip"}
 
 
 def _dist(root, dirname, name, version):
@@ -88,6 +88,21 @@ def test_python_probe_reports_installed_versions(tmp_path, dists, torch, torch_g
     assert (got["torch"], got["torch_gcu"], got["pip"]) == (torch, torch_gcu, pip)
     assert got["python"] == "%d.%d" % sys.version_info[:2]
     assert got["executable"] == sys.executable
+
+
+@pytest.mark.parametrize("direct_url, url", [
+    # pip install <file>: PEP 610's record, what pip freeze prints after "torch_gcu @"
+    ('{"url": "file:///var/cache/topsrider/2.5.136/torch_gcu-2.13.0%2B2.5.136-py3-none-any.whl", "archive_info": {}}',
+     "file:///var/cache/topsrider/2.5.136/torch_gcu-2.13.0%2B2.5.136-py3-none-any.whl"),
+    (None, None),            # from an index or --find-links: no record
+    ("not json", None),
+], ids=["from-a-file", "from-an-index", "unreadable"])
+def test_python_probe_reports_where_torch_gcu_came_from(tmp_path, direct_url, url):
+    _dist(tmp_path, "torch_gcu-2.13.0+2.5.136.dist-info", "torch_gcu", "2.13.0+2.5.136")
+    if direct_url is not None:
+        (tmp_path / "torch_gcu-2.13.0+2.5.136.dist-info" / "direct_url.json").write_text(direct_url)
+    got = _probe(tmp_path, [])
+    assert (got["torch_gcu"], got["torch_gcu_url"]) == ("2.13.0+2.5.136", url)
 
 
 def test_python_probe_imports_neither_torch_nor_torch_gcu(tmp_path):

@@ -84,7 +84,7 @@ def test_everything_in_one_pass(run, tmp_path):
     assert state["files"][str(env)]["content"] == "export A=1\n"
     assert state["files"][str(tmp_path / "gone")] == {"exists": False}
     assert state["python"] == {"path": str(python), "python": "3.11", "executable": str(python), "torch": "2.13.0",
-                               "torch_gcu": None, "pip": "23.0.1", "error": None}
+                               "torch_gcu": None, "torch_gcu_url": None, "pip": "23.0.1", "error": None}
     assert [c["path"] for c in state["library"]["resolved"]] == ["/usr/local/tops/lib/libeccl.so"]
     assert [c["path"] for c in state["library"]["owned"]] == ["/usr/local/tops/lib/libeccl.so"]
     assert state["devices"]["count"] == 8 and state["devices"]["source"] == "summary"

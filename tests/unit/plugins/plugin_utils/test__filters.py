@@ -75,9 +75,8 @@ def test_guarded_lets_other_errors_through(arg, errors):
               "topsrider_report_junit",
               "topsrider_report_markdown", "topsrider_report_slurm", "topsrider_report_summary",
               "topsrider_report_text"]),
-    (truth, ["topsrider_failure", "topsrider_node_lost", "topsrider_restore_actual", "topsrider_restore_expected",
-             "topsrider_run_id", "topsrider_snapshot_needs",
-             "topsrider_state_differences", "topsrider_value_problems"]),
+    (truth, ["topsrider_failure", "topsrider_node_lost", "topsrider_restore_desired", "topsrider_run_id",
+             "topsrider_snapshot_needs", "topsrider_snapshot_record", "topsrider_value_problems"]),
     (vendor, ["topsrider_collectives", "topsrider_job_files", "topsrider_vendor"]),
 ])
 def test_every_filter_of_the_plugins_is_guarded(module, names):
@@ -99,9 +98,6 @@ def test_guarded_filters_guards_every_entry_with_the_errors():
 def test_filter_specific_errors_and_adaptors():
     with pytest.raises(AnsibleFilterError, match="^plan: "):
         fabric.FilterModule().filters()["topsrider_fabric_plan"]("not cards")
-    restore_actual = truth.FilterModule().filters()["topsrider_restore_actual"]
-    with pytest.raises(AnsibleFilterError, match="^_restore_actual: "):
-        restore_actual("not a state", [], "/f")     # AttributeError is truth's own
-    state = {"files": {"/f": {"exists": True, "content": '{"a": 1}'}, "/g": {"exists": False}}}
-    assert restore_actual(state, [], "/f") == {
-        "packages": {}, "files": {"/g": None}, "torch_gcu": {"version": None, "url": None}, "facts": {"a": 1}}
+    snapshot_record = truth.FilterModule().filters()["topsrider_snapshot_record"]
+    with pytest.raises(AnsibleFilterError, match="^snapshot_record: "):
+        snapshot_record("not a state", "D1", "t", "2.5.140", [], "/j", False, "/p", {}, "/c", {})
