@@ -18,6 +18,9 @@ Each message names the variable the operator set (`labels`)."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import copy
+import functools
+import json
 import os
 import re
 from collections import OrderedDict
@@ -36,8 +39,10 @@ SPEC_FILE = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "eccl_e
 SPEC_KEYS = ("type", "elements", "choices", "default", "required", "options", "no_log")
 
 
+@functools.lru_cache(maxsize=4)
 def preflight_spec(path=SPEC_FILE):
-    """The options of the role's `preflight` entry point, as ArgumentSpecValidator takes them."""
+    """The options of the role's `preflight` entry point, as ArgumentSpecValidator takes them
+    (read once per controller process; callers do not change it)."""
     import yaml
     with open(path) as f:
         options = yaml.safe_load(f)["argument_specs"]["preflight"]["options"]
@@ -61,7 +66,7 @@ def settings_problems(settings, labels=None, check_spec=False, allow_label=None)
     `allow_label`: what the messages call eccl_env_allow_names (default: its label)."""
     labels = dict((k, k) for k in SETTINGS) if labels is None else dict((k, labels.get(k, k)) for k in SETTINGS)
     spec = preflight_spec()
-    values = dict((k, settings[k] if k in settings else spec[k].get("default")) for k in SETTINGS)
+    values = dict((k, settings[k] if k in settings else copy.deepcopy(spec[k].get("default"))) for k in SETTINGS)
     if check_spec:
         problems = spec_problems(values, labels, spec)
         if problems:
@@ -102,8 +107,4 @@ def _settings_message(values, labels):
 
 
 def _json(value):
-    import json
-    try:
-        return json.dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)
+    return json.dumps(value, default=repr)
