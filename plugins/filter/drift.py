@@ -10,14 +10,14 @@ code."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gcu.topsrider.plugins.module_utils._compare import (
-    DriftError, deploy_pending_reasons, node_findings, probe_findings, sorted_findings,
-)
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._drift import (
-    build_report, revoked_findings, to_junit, to_markdown, to_prometheus,
-)
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._report_formats import ReportError, safe_run_id
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import deferred, guarded_filters
+
+node_findings = deferred("module_utils._compare.node_findings")
+probe_findings = deferred("module_utils._compare.probe_findings")
+sorted_findings = deferred("module_utils._compare.sorted_findings")
+deploy_pending_reasons = deferred("module_utils._compare.deploy_pending_reasons")
+build_report = deferred("plugin_utils._drift.build_report")
+safe_run_id = deferred("plugin_utils._report_formats.safe_run_id")
 
 
 def _drift_findings(actual, node, desired):
@@ -27,7 +27,7 @@ def _drift_findings(actual, node, desired):
 def _with_probe(findings, node, probe):
     """A node's findings (topsrider_state's) with its eccl_probe's problems added, in report order."""
     if not isinstance(findings, list):
-        raise DriftError("findings of %s are a list (topsrider_state's findings), got %s"
+        raise ValueError("findings of %s are a list (topsrider_state's findings), got %s"
                          % (node, type(findings).__name__))
     return sorted_findings(list(findings) + probe_findings(node, probe if isinstance(probe, dict) else None))
 
@@ -47,10 +47,10 @@ class FilterModule(object):
         return guarded_filters({
             "topsrider_drift_findings": _drift_findings,
             "topsrider_drift_report": _report,
-            "topsrider_drift_markdown": to_markdown,
-            "topsrider_drift_junit": to_junit,
-            "topsrider_drift_prometheus": to_prometheus,
+            "topsrider_drift_markdown": "plugin_utils._drift.to_markdown",
+            "topsrider_drift_junit": "plugin_utils._drift.to_junit",
+            "topsrider_drift_prometheus": "plugin_utils._drift.to_prometheus",
             "topsrider_deploy_pending": _deploy_pending,
             "topsrider_probe_findings": _with_probe,
-            "topsrider_revoked_findings": revoked_findings,
-        }, (DriftError, ReportError))
+            "topsrider_revoked_findings": "plugin_utils._drift.revoked_findings",
+        })

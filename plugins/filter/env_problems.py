@@ -106,9 +106,10 @@ _value:
   elements: str
 """
 
-from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import env_problems, export_line
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._eccl_settings import settings_problems
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import deferred, guarded
+
+env_problems = deferred("module_utils._envcheck.env_problems")
+export_line = deferred("module_utils._envcheck.export_line")
 
 
 def env_export_lines(mapping):
@@ -119,4 +120,4 @@ def env_export_lines(mapping):
 class FilterModule(object):
     def filters(self):
         return {"env_problems": env_problems, "env_export_lines": env_export_lines,
-                "eccl_env_problems": guarded(settings_problems)}
+                "eccl_env_problems": guarded(deferred("plugin_utils._eccl_settings.settings_problems"))}

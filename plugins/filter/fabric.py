@@ -9,11 +9,9 @@ plugins/plugin_utils/_fabric.py (pure, unit-tested); these are thin wrappers."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._report_formats import ReportError
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._fabric import (
-    FabricError, advance, build_report, job_for, max_rounds, plan, to_junit, to_markdown, to_prometheus,
-)
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import deferred, guarded_filters
+
+job_for = deferred("plugin_utils._fabric.job_for")
 
 
 def _job(state, node):
@@ -24,12 +22,12 @@ def _job(state, node):
 class FilterModule(object):
     def filters(self):
         return guarded_filters({
-            "topsrider_fabric_plan": plan,
+            "topsrider_fabric_plan": "plugin_utils._fabric.plan",
             "topsrider_fabric_job": _job,
-            "topsrider_fabric_advance": advance,
-            "topsrider_fabric_max_rounds": max_rounds,
-            "topsrider_fabric_report": build_report,
-            "topsrider_fabric_markdown": to_markdown,
-            "topsrider_fabric_junit": to_junit,
-            "topsrider_fabric_prometheus": to_prometheus,
-        }, (ReportError, FabricError))
+            "topsrider_fabric_advance": "plugin_utils._fabric.advance",
+            "topsrider_fabric_max_rounds": "plugin_utils._fabric.max_rounds",
+            "topsrider_fabric_report": "plugin_utils._fabric.build_report",
+            "topsrider_fabric_markdown": "plugin_utils._fabric.to_markdown",
+            "topsrider_fabric_junit": "plugin_utils._fabric.to_junit",
+            "topsrider_fabric_prometheus": "plugin_utils._fabric.to_prometheus",
+        })

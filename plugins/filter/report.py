@@ -10,24 +10,19 @@ plugins/plugin_utils/_fleet_report.py (pure, unit-tested); these are thin wrappe
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._fleet_report import (
-    FleetReportError, build, in_progress_lines, report_files, slurm_line, summarize, to_junit, to_markdown, to_text,
-)
-from ansible_collections.gcu.topsrider.plugins.module_utils._holders import describe_all
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._report_formats import ReportError
 
 
 class FilterModule(object):
     def filters(self):
         return guarded_filters({
-            "topsrider_fleet_report": build,
-            "topsrider_report_markdown": to_markdown,
-            "topsrider_report_text": to_text,
-            "topsrider_report_junit": to_junit,
-            "topsrider_report_summary": summarize,
-            "topsrider_report_files": report_files,
-            "topsrider_in_progress_lines": in_progress_lines,
-            "topsrider_report_slurm": slurm_line,
-            "topsrider_holders_text": describe_all,
-        }, (FleetReportError, ReportError))
+            "topsrider_fleet_report": "plugin_utils._fleet_report.build",
+            "topsrider_report_markdown": "plugin_utils._fleet_report.to_markdown",
+            "topsrider_report_text": "plugin_utils._fleet_report.to_text",
+            "topsrider_report_junit": "plugin_utils._fleet_report.to_junit",
+            "topsrider_report_summary": "plugin_utils._fleet_report.summarize",
+            "topsrider_report_files": "plugin_utils._fleet_report.report_files",
+            "topsrider_in_progress_lines": "plugin_utils._fleet_report.in_progress_lines",
+            "topsrider_report_slurm": "plugin_utils._fleet_report.slurm_line",
+            "topsrider_holders_text": "module_utils._holders.describe_all",
+        })

@@ -10,10 +10,6 @@ unit-tested); these are thin wrappers."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._truth import (
-    failure_text, node_lost, restore_desired, snapshot_needs, snapshot_record,
-)
-from ansible_collections.gcu.topsrider.plugins.module_utils._values import run_id, value_problems
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
 
 
@@ -21,16 +17,16 @@ class FilterModule(object):
     def filters(self):
         return guarded_filters({
             # {label: value} | topsrider_value_problems('name'|'path'|'line') -> [problem, ...]
-            "topsrider_value_problems": value_problems,
+            "topsrider_value_problems": "module_utils._values.value_problems",
             # '' | topsrider_run_id -> 20261125T213000Z; an operator's id is checked by the name rule
-            "topsrider_run_id": run_id,
+            "topsrider_run_id": "module_utils._values.run_id",
             # preflight_state.state | topsrider_snapshot_record(id, time, ...) -> the deploy snapshot
-            "topsrider_snapshot_record": snapshot_record,
+            "topsrider_snapshot_record": "plugin_utils._truth.snapshot_record",
             # snapshot | topsrider_restore_desired(journal, facts_file, node) -> topsrider_state's desired
-            "topsrider_restore_desired": restore_desired,
-            "topsrider_snapshot_needs": snapshot_needs,
+            "topsrider_restore_desired": "plugin_utils._truth.restore_desired",
+            "topsrider_snapshot_needs": "plugin_utils._truth.snapshot_needs",
             # msg | topsrider_failure(action, name[, prefix]) -> one sentence
-            "topsrider_failure": failure_text,
+            "topsrider_failure": "plugin_utils._truth.failure_text",
             # topsrider_lock_taken | topsrider_node_lost(probe) -> whether the node stopped answering
-            "topsrider_node_lost": node_lost,
+            "topsrider_node_lost": "plugin_utils._truth.node_lost",
         }, (AttributeError,))

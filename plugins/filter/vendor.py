@@ -10,9 +10,11 @@ wrappers."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gcu.topsrider.plugins.module_utils._compare import job_files
-from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import VendorError, node_collectives, vendor_spec
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import deferred, guarded_filters
+
+job_files = deferred("module_utils._compare.job_files")
+node_collectives = deferred("module_utils._vendors.node_collectives")
+vendor_spec = deferred("module_utils._vendors.vendor_spec")
 
 
 def topsrider_vendor(name):
@@ -33,4 +35,4 @@ def topsrider_collectives(name):
 class FilterModule(object):
     def filters(self):
         return guarded_filters({"topsrider_vendor": topsrider_vendor, "topsrider_job_files": topsrider_job_files,
-                                "topsrider_collectives": topsrider_collectives}, (VendorError,))
+                                "topsrider_collectives": topsrider_collectives})

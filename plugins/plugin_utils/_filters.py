@@ -2,19 +2,31 @@
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What every filter of the collection does around its pure function in
-plugins/module_utils: plain data in, AnsibleFilterError out (controller side).
-A filter plugin is its adaptors and one table: FilterModule.filters() returns
-guarded_filters({name: function}, its own errors)."""
+plugins/module_utils or plugins/plugin_utils: plain data in, AnsibleFilterError
+out (controller side). A filter plugin is its adaptors and one table:
+FilterModule.filters() returns guarded_filters({name: function or the
+function's path under plugins/}, its own errors).
+
+A path ("plugin_utils._fleet_report.build") is imported at the filter's first
+call, not with the filter file: ansible-core looks up a collection's filter by
+importing every file of plugins/filter (its Jinja2Loader), in each worker
+process that templates one, compiling the collection's code from source each
+time. A filter file that imported its implementation at the top made every
+filter pay for all of them: about 45 ms a task and host before the first
+line of the filter ran (docs/performance.md)."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import functools
+import importlib
 
 from ansible.errors import AnsibleFilterError
 
-# What a pure function raises on data it cannot use; callers add their own errors.
+# What a pure function raises on data it cannot use (the collection's own
+# errors are ValueErrors); callers add their own errors.
 BAD_INPUT = (KeyError, TypeError, ValueError)
+PLUGINS = "ansible_collections.gcu.topsrider.plugins."
 
 
 def plain(value):
@@ -48,6 +60,17 @@ def guarded(func, errors=()):
     return the_filter
 
 
+def deferred(path):
+    """The function at `path` under plugins/ ("module_utils._values.value_problems"),
+    imported at its first call (see the module's docstring); it has that function's name."""
+    module, name = path.rsplit(".", 1)
+
+    def call(*args, **kwargs):
+        return getattr(importlib.import_module(PLUGINS + module), name)(*args, **kwargs)
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
 def guarded_filters(table, errors=()):
-    """A filter plugin's filters(): {name: pure function} -> {name: guarded filter}."""
-    return dict((name, guarded(func, errors)) for name, func in table.items())
+    """A filter plugin's filters(): {name: pure function or its path under plugins/} -> {name: guarded filter}."""
+    return dict((name, guarded(deferred(func) if isinstance(func, str) else func, errors)) for name, func in table.items())

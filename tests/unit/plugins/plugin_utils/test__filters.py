@@ -1,6 +1,9 @@
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """plugins/plugin_utils/_filters.py: plain data in, AnsibleFilterError out, for every filter of the collection."""
+import os
+import subprocess
+import sys
 from collections import OrderedDict
 
 import pytest
@@ -8,6 +11,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gcu.topsrider.plugins.filter import drift, fabric, report, truth, vendor
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded, guarded_filters, plain
+from conftest import COLLECTIONS
 
 
 class Tagged(str):
@@ -101,3 +105,30 @@ def test_filter_specific_errors_and_adaptors():
     snapshot_record = truth.FilterModule().filters()["topsrider_snapshot_record"]
     with pytest.raises(AnsibleFilterError, match="^snapshot_record: "):
         snapshot_record("not a state", "D1", "t", "2.5.140", [], "/j", False, "/p", {}, "/c", {})
+
+
+def test_deferred_is_the_function_at_its_path_with_its_name():
+    from ansible_collections.gcu.topsrider.plugins.module_utils._values import run_id
+    from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import deferred
+    f = deferred("module_utils._values.run_id")
+    assert f.__name__ == "run_id" and f("x1") == run_id("x1") == "x1"
+    with pytest.raises(AnsibleFilterError, match="^value_problems: "):
+        guarded_filters({"v": "module_utils._values.value_problems"})["v"]({"a": 1}, "no such kind")
+    # A path to nothing fails when the filter runs, naming it.
+    with pytest.raises(AttributeError, match="no_such"):
+        deferred("module_utils._values.no_such")()
+
+
+def test_a_filter_file_imports_no_helper_until_a_filter_runs():
+    """ansible-core imports every file of plugins/filter to find one filter, in each
+    worker: the files themselves import only _filters, and a filter its own helper."""
+    code = (
+        "import sys\n"
+        "from ansible_collections.gcu.topsrider.plugins.filter import drift, env_problems, fabric, report, staging, truth, vendor\n"
+        "mods = lambda: sorted(m.rsplit('.', 1)[-1] for m in sys.modules if '.topsrider.plugins.' in m and '_utils.' in m)\n"
+        "print(mods())\n"
+        "truth.FilterModule().filters()['topsrider_run_id']('')\n"
+        "print(mods())\n")
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=COLLECTIONS),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=True).stdout
+    assert out.splitlines() == ["['_filters']", "['_filters', '_values']"], out
