@@ -4,8 +4,10 @@
 """Filters that let deploy.yml and rollback.yml prove an end state before
 they say ok, and the one rule for operator values that become node paths,
 file names or lines, and a rescue's two questions (what failed, in one
-sentence; did the node stop answering). The logic lives in plugins/plugin_utils/_truth.py and _values.py (pure,
-unit-tested); these are thin wrappers."""
+sentence; did the node stop answering), and which hosts of a deploy are
+already at the release. The logic lives in plugins/plugin_utils/_truth.py,
+_deploy_split.py and module_utils/_values.py (pure, unit-tested); these are
+thin wrappers."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -29,4 +31,8 @@ class FilterModule(object):
             "topsrider_failure": "plugin_utils._truth.failure_text",
             # topsrider_lock_taken | topsrider_node_lost(probe) -> whether the node stopped answering
             "topsrider_node_lost": "plugin_utils._truth.node_lost",
+            # [{host, read, probe, compare_error, slurm}] | topsrider_deploy_split(fast_path) -> {current, rollout}
+            "topsrider_deploy_split": "plugin_utils._deploy_split.deploy_split",
+            # deploy_current_state | topsrider_left_drained(scheduler) -> drained by an earlier run of this collection
+            "topsrider_left_drained": "plugin_utils._deploy_split.left_drained",
         }, (AttributeError,))

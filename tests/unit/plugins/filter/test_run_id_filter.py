@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """One run-id scheme for deploy, verify, rollback, drift and fabric: the
 filter gcu.topsrider.topsrider_run_id (plugins/module_utils/_values.py), and
-playbooks/tasks/start.yml, which every playbook imports to name its run,
+playbooks/tasks/run_id.yml, which every playbook imports to name its run,
 run by ansible-playbook on localhost."""
 import os
 import re
