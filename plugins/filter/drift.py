@@ -47,10 +47,10 @@ class FilterModule(object):
         return guarded_filters({
             "topsrider_drift_findings": _drift_findings,
             "topsrider_drift_report": _report,
-            "topsrider_drift_markdown": "plugin_utils._drift.to_markdown",
-            "topsrider_drift_junit": "plugin_utils._drift.to_junit",
-            "topsrider_drift_prometheus": "plugin_utils._drift.to_prometheus",
+            "topsrider_drift_markdown": deferred("plugin_utils._drift.to_markdown"),
+            "topsrider_drift_junit": deferred("plugin_utils._drift.to_junit"),
+            "topsrider_drift_prometheus": deferred("plugin_utils._drift.to_prometheus"),
             "topsrider_deploy_pending": _deploy_pending,
             "topsrider_probe_findings": _with_probe,
-            "topsrider_revoked_findings": "plugin_utils._drift.revoked_findings",
+            "topsrider_revoked_findings": deferred("plugin_utils._drift.revoked_findings"),
         })

@@ -22,12 +22,12 @@ def _job(state, node):
 class FilterModule(object):
     def filters(self):
         return guarded_filters({
-            "topsrider_fabric_plan": "plugin_utils._fabric.plan",
+            "topsrider_fabric_plan": deferred("plugin_utils._fabric.plan"),
             "topsrider_fabric_job": _job,
-            "topsrider_fabric_advance": "plugin_utils._fabric.advance",
-            "topsrider_fabric_max_rounds": "plugin_utils._fabric.max_rounds",
-            "topsrider_fabric_report": "plugin_utils._fabric.build_report",
-            "topsrider_fabric_markdown": "plugin_utils._fabric.to_markdown",
-            "topsrider_fabric_junit": "plugin_utils._fabric.to_junit",
-            "topsrider_fabric_prometheus": "plugin_utils._fabric.to_prometheus",
+            "topsrider_fabric_advance": deferred("plugin_utils._fabric.advance"),
+            "topsrider_fabric_max_rounds": deferred("plugin_utils._fabric.max_rounds"),
+            "topsrider_fabric_report": deferred("plugin_utils._fabric.build_report"),
+            "topsrider_fabric_markdown": deferred("plugin_utils._fabric.to_markdown"),
+            "topsrider_fabric_junit": deferred("plugin_utils._fabric.to_junit"),
+            "topsrider_fabric_prometheus": deferred("plugin_utils._fabric.to_prometheus"),
         })

@@ -10,19 +10,19 @@ plugins/plugin_utils/_fleet_report.py (pure, unit-tested); these are thin wrappe
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import deferred, guarded_filters
 
 
 class FilterModule(object):
     def filters(self):
         return guarded_filters({
-            "topsrider_fleet_report": "plugin_utils._fleet_report.build",
-            "topsrider_report_markdown": "plugin_utils._fleet_report.to_markdown",
-            "topsrider_report_text": "plugin_utils._fleet_report.to_text",
-            "topsrider_report_junit": "plugin_utils._fleet_report.to_junit",
-            "topsrider_report_summary": "plugin_utils._fleet_report.summarize",
-            "topsrider_report_files": "plugin_utils._fleet_report.report_files",
-            "topsrider_in_progress_lines": "plugin_utils._fleet_report.in_progress_lines",
-            "topsrider_report_slurm": "plugin_utils._fleet_report.slurm_line",
-            "topsrider_holders_text": "module_utils._holders.describe_all",
+            "topsrider_fleet_report": deferred("plugin_utils._fleet_report.build"),
+            "topsrider_report_markdown": deferred("plugin_utils._fleet_report.to_markdown"),
+            "topsrider_report_text": deferred("plugin_utils._fleet_report.to_text"),
+            "topsrider_report_junit": deferred("plugin_utils._fleet_report.to_junit"),
+            "topsrider_report_summary": deferred("plugin_utils._fleet_report.summarize"),
+            "topsrider_report_files": deferred("plugin_utils._fleet_report.report_files"),
+            "topsrider_in_progress_lines": deferred("plugin_utils._fleet_report.in_progress_lines"),
+            "topsrider_report_slurm": deferred("plugin_utils._fleet_report.slurm_line"),
+            "topsrider_holders_text": deferred("module_utils._holders.describe_all"),
         })

@@ -6,12 +6,12 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import deferred, guarded_filters
 
 
 class FilterModule(object):
     def filters(self):
         return guarded_filters({
             # needs | topsrider_stage_plan(serving) -> {controller, sources, start, urls}
-            "topsrider_stage_plan": "plugin_utils._staging.stage_plan",
+            "topsrider_stage_plan": deferred("plugin_utils._staging.stage_plan"),
         })

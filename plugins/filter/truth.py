@@ -12,27 +12,27 @@ thin wrappers."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import deferred, guarded_filters
 
 
 class FilterModule(object):
     def filters(self):
         return guarded_filters({
             # {label: value} | topsrider_value_problems('name'|'path'|'line') -> [problem, ...]
-            "topsrider_value_problems": "module_utils._values.value_problems",
+            "topsrider_value_problems": deferred("module_utils._values.value_problems"),
             # '' | topsrider_run_id -> 20261125T213000Z; an operator's id is checked by the name rule
-            "topsrider_run_id": "module_utils._values.run_id",
+            "topsrider_run_id": deferred("module_utils._values.run_id"),
             # preflight_state.state | topsrider_snapshot_record(id, time, ...) -> the deploy snapshot
-            "topsrider_snapshot_record": "plugin_utils._truth.snapshot_record",
+            "topsrider_snapshot_record": deferred("plugin_utils._truth.snapshot_record"),
             # snapshot | topsrider_restore_desired(journal, facts_file, node) -> topsrider_state's desired
-            "topsrider_restore_desired": "plugin_utils._truth.restore_desired",
-            "topsrider_snapshot_needs": "plugin_utils._truth.snapshot_needs",
+            "topsrider_restore_desired": deferred("plugin_utils._truth.restore_desired"),
+            "topsrider_snapshot_needs": deferred("plugin_utils._truth.snapshot_needs"),
             # msg | topsrider_failure(action, name[, prefix]) -> one sentence
-            "topsrider_failure": "plugin_utils._truth.failure_text",
+            "topsrider_failure": deferred("plugin_utils._truth.failure_text"),
             # topsrider_lock_taken | topsrider_node_lost(probe) -> whether the node stopped answering
-            "topsrider_node_lost": "plugin_utils._truth.node_lost",
+            "topsrider_node_lost": deferred("plugin_utils._truth.node_lost"),
             # [{host, read, probe, compare_error, slurm}] | topsrider_deploy_split(fast_path) -> {current, rollout}
-            "topsrider_deploy_split": "plugin_utils._deploy_split.deploy_split",
+            "topsrider_deploy_split": deferred("plugin_utils._deploy_split.deploy_split"),
             # deploy_current_state | topsrider_left_drained(scheduler) -> drained by an earlier run of this collection
-            "topsrider_left_drained": "plugin_utils._deploy_split.left_drained",
+            "topsrider_left_drained": deferred("plugin_utils._deploy_split.left_drained"),
         }, (AttributeError,))

@@ -4,11 +4,12 @@
 """What every filter of the collection does around its pure function in
 plugins/module_utils or plugins/plugin_utils: plain data in, AnsibleFilterError
 out (controller side). A filter plugin is its adaptors and one table:
-FilterModule.filters() returns guarded_filters({name: function or the
-function's path under plugins/}, its own errors).
+FilterModule.filters() returns guarded_filters({name: function}, its own
+errors), a function of plugins/module_utils or plugin_utils named through
+deferred("plugin_utils._fleet_report.build").
 
-A path ("plugin_utils._fleet_report.build") is imported at the filter's first
-call, not with the filter file: ansible-core looks up a collection's filter by
+deferred imports the helper at the filter's first call, not with the filter
+file: ansible-core looks up a collection's filter by
 importing every file of plugins/filter (its Jinja2Loader), in each worker
 process that templates one, compiling the collection's code from source each
 time. A filter file that imported its implementation at the top made every
@@ -72,5 +73,5 @@ def deferred(path):
 
 
 def guarded_filters(table, errors=()):
-    """A filter plugin's filters(): {name: pure function or its path under plugins/} -> {name: guarded filter}."""
-    return dict((name, guarded(deferred(func) if isinstance(func, str) else func, errors)) for name, func in table.items())
+    """A filter plugin's filters(): {name: pure function} -> {name: guarded filter}."""
+    return dict((name, guarded(func, errors)) for name, func in table.items())

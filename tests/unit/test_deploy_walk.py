@@ -122,13 +122,13 @@ ROLE_FILE_LOOKUP = re.compile(r"""lookup\('ansible\.builtin\.file', '([\w.-]+)'\
 
 
 DEFERRED = re.compile(r"""^(\w+) = deferred\(["'](\w+\.\w+)\.\w+["']\)""", re.M)
-TABLE_ENTRY = re.compile(r"""["'](\w+)["']\s*:\s*(?:["'](\w+\.\w+)\.\w+["']|guarded\(deferred\(["'](\w+\.\w+)\.\w+["']\)\)|(\w+))""")
+TABLE_ENTRY = re.compile(r"""["'](\w+)["']\s*:\s*(?:(?:guarded\()?deferred\(["'](\w+\.\w+)\.\w+["']\)|(\w+))""")
 
 
 def _filter_files():
     """{filter name: (its plugin file, the helper modules it runs)} from each filter
-    plugin's FilterModule table. A helper named by its path (plugin_utils/_filters.py's
-    deferred) is imported when the filter runs, not with the file: the filter's own
+    plugin's FilterModule table. A helper named through plugin_utils/_filters.py's
+    deferred() is imported when the filter runs, not with the file: the filter's own
     entry names it, or the adaptor it calls names it through a deferred() of its file."""
     table = {}
     for name in sorted(os.listdir(os.path.join(TOP, "plugins", "filter"))):
@@ -137,9 +137,9 @@ def _filter_files():
                 text = f.read()
             deferred = dict(DEFERRED.findall(text))
             # The keys of the table filters() returns, wherever they stand on their lines.
-            for key, path, guarded_path, ident in TABLE_ENTRY.findall(text.split("def filters(", 1)[-1]):
+            for key, path, ident in TABLE_ENTRY.findall(text.split("def filters(", 1)[-1]):
                 body = text.split("def %s(" % ident, 1)[-1].split("\ndef ", 1)[0].split("\nclass ", 1)[0] if ident else ""
-                helpers = [path or guarded_path] if path or guarded_path else (
+                helpers = [path] if path else (
                     [deferred[ident]] if ident in deferred else
                     [m for n, m in deferred.items() if re.search(r"\b%s\(" % n, body)])
                 table[key] = ("plugins/filter/" + name, ["plugins/%s.py" % h.replace(".", "/") for h in helpers])

@@ -114,7 +114,7 @@ def test_deferred_is_the_function_at_its_path_with_its_name():
     f = deferred("module_utils._values.run_id")
     assert f.__name__ == "run_id" and f("x1") == run_id("x1") == "x1"
     with pytest.raises(AnsibleFilterError, match="^value_problems: "):
-        guarded_filters({"v": "module_utils._values.value_problems"})["v"]({"a": 1}, "no such kind")
+        guarded_filters({"v": deferred("module_utils._values.value_problems")})["v"]({"a": 1}, "no such kind")
     # A path to nothing fails when the filter runs, naming it.
     with pytest.raises(AttributeError, match="no_such"):
         deferred("module_utils._values.no_such")()
