@@ -4,9 +4,10 @@
 """Filters that let deploy.yml and rollback.yml prove an end state before
 they say ok, and the one rule for operator values that become node paths,
 file names or lines, and a rescue's two questions (what failed, in one
-sentence; did the node stop answering), and which hosts of a deploy are
-already at the release. The logic lives in plugins/plugin_utils/_truth.py,
-_deploy_split.py and module_utils/_values.py (pure, unit-tested); these are
+sentence; did the node stop answering), which hosts of a deploy are
+already at the release, and a run's inputs on a host. The logic lives in
+plugins/plugin_utils/_truth.py, _deploy_split.py, _inputs.py and
+module_utils/_values.py (pure, unit-tested); these are
 thin wrappers."""
 
 from __future__ import (absolute_import, division, print_function)
@@ -18,6 +19,8 @@ from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import defe
 class FilterModule(object):
     def filters(self):
         return guarded_filters({
+            # {checks, release, python, settings} | topsrider_input_problems -> [] or [the first failing check's sentence]
+            "topsrider_input_problems": deferred("plugin_utils._inputs.input_problems"),
             # {label: value} | topsrider_value_problems('name'|'path'|'line') -> [problem, ...]
             "topsrider_value_problems": deferred("module_utils._values.value_problems"),
             # '' | topsrider_run_id -> 20261125T213000Z; an operator's id is checked by the name rule

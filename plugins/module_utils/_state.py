@@ -36,10 +36,59 @@ MAX_CONTENT_BYTES = 64 * 1024
 # package metadata, without importing torch or torch_gcu (fast, and works even
 # when an import would fail). The collection's one answer to "which Python,
 # torch, torch_gcu and pip does this interpreter have", for topsrider_state and
-# through it the torch_gcu role.
+# through it the torch_gcu role. It looks as importlib.metadata does (the
+# first *.dist-info or *.egg-info of the normalized name along sys.path, in
+# each directory's listing order; its Version), without importing it (a third
+# of the probe's time on every read); a name it does not find that way, or a
+# sys.path entry that is a file (a zip), goes to importlib.metadata (or on
+# Python 3.6 and 3.7 importlib_metadata or pkg_resources) for the answer.
 PYTHON_PROBE = r'''
-import json, sys
+import json, os, re, sys
+def norm(n):
+    return re.sub(r"[-_.]+", "_", n).lower()
+listings = {}
+def scan(names):
+    # The first metadata of `names` along sys.path: (path, is_dir), or None.
+    want = set(norm(n) for n in names)
+    for entry in sys.path:
+        root = entry or "."
+        if root not in listings:
+            try:
+                # A file on sys.path (a zip) is importlib.metadata's to read.
+                listings[root] = os.listdir(root) if os.path.isdir(root) else None if os.path.exists(root) else []
+            except OSError:
+                listings[root] = []
+        if listings[root] is None:
+            raise LookupError(root)
+        for child in listings[root]:
+            low = child.lower()
+            if (low.endswith(".dist-info") or low.endswith(".egg-info")) and \
+                    norm(low.rpartition(".")[0].partition("-")[0]) in want:
+                path = os.path.join(root, child)
+                return path, os.path.isdir(path)
+    return None
+def read(found, name):
+    path, is_dir = found
+    try:
+        with open(os.path.join(path, name) if is_dir else path, "rb") as f:
+            return f.read().decode("utf-8")
+    except (IOError, OSError, ValueError):
+        return None
+def scanned_version(found):
+    text = read(found, "METADATA") or read(found, "PKG-INFO") if found[1] else read(found, "")
+    for line in (text or "").splitlines():
+        if not line.strip():
+            break
+        if line.lower().startswith("version:"):
+            return line.split(":", 1)[1].strip()
+    return None
 def v(names):
+    try:
+        found = scan(names)
+    except LookupError:
+        found = None
+    if found is not None:
+        return scanned_version(found)
     try:
         from importlib.metadata import version, PackageNotFoundError  # novm (3.8+, guarded)
     except ImportError:
@@ -64,19 +113,27 @@ def v(names):
 def url(names):
     # Where pip installed it from, when it was a file or URL (PEP 610's direct_url.json; pip freeze's "@ URL").
     try:
-        from importlib.metadata import distribution, PackageNotFoundError  # novm (3.8+, guarded)
-    except ImportError:
-        return None
-    for n in names:
+        found = scan(names)
+    except LookupError:
+        found = None
+    if found is not None:
+        text = read(found, "direct_url.json") if found[1] else None
+    else:
         try:
-            text = distribution(n).read_text("direct_url.json")
-        except PackageNotFoundError:
-            continue
-        try:
-            return json.loads(text).get("url") if text else None
-        except (ValueError, AttributeError):
+            from importlib.metadata import distribution, PackageNotFoundError  # novm (3.8+, guarded)
+        except ImportError:
             return None
-    return None
+        text = None
+        for n in names:
+            try:
+                text = distribution(n).read_text("direct_url.json")
+                break
+            except PackageNotFoundError:
+                continue
+    try:
+        return json.loads(text).get("url") if text else None
+    except (ValueError, AttributeError):
+        return None
 print(json.dumps({"python": "%d.%d" % sys.version_info[:2], "executable": sys.executable,
                   "torch": v(["torch"]), "torch_gcu": v(["torch_gcu", "torch-gcu"]), "pip": v(["pip"]),
                   "torch_gcu_url": url(["torch_gcu", "torch-gcu"])}))
