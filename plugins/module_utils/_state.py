@@ -48,18 +48,18 @@ def norm(n):
     return re.sub(r"[-_.]+", "_", n).lower()
 listings = {}
 def scan(names):
-    # The first metadata of `names` along sys.path: (path, is_dir), or None.
+    # The first metadata of `names` along sys.path: (path, is_dir); None when
+    # none is found before a file on sys.path (a zip: importlib.metadata's to read).
     want = set(norm(n) for n in names)
     for entry in sys.path:
         root = entry or "."
         if root not in listings:
             try:
-                # A file on sys.path (a zip) is importlib.metadata's to read.
                 listings[root] = os.listdir(root) if os.path.isdir(root) else None if os.path.exists(root) else []
             except OSError:
                 listings[root] = []
         if listings[root] is None:
-            raise LookupError(root)
+            return None
         for child in listings[root]:
             low = child.lower()
             if (low.endswith(".dist-info") or low.endswith(".egg-info")) and \
@@ -75,7 +75,7 @@ def read(found, name):
     except (IOError, OSError, ValueError):
         return None
 def scanned_version(found):
-    text = read(found, "METADATA") or read(found, "PKG-INFO") if found[1] else read(found, "")
+    text = (read(found, "METADATA") or read(found, "PKG-INFO")) if found[1] else read(found, "")
     for line in (text or "").splitlines():
         if not line.strip():
             break
@@ -83,10 +83,7 @@ def scanned_version(found):
             return line.split(":", 1)[1].strip()
     return None
 def v(names):
-    try:
-        found = scan(names)
-    except LookupError:
-        found = None
+    found = scan(names)
     if found is not None:
         return scanned_version(found)
     try:
@@ -112,10 +109,7 @@ def v(names):
     return None
 def url(names):
     # Where pip installed it from, when it was a file or URL (PEP 610's direct_url.json; pip freeze's "@ URL").
-    try:
-        found = scan(names)
-    except LookupError:
-        found = None
+    found = scan(names)
     if found is not None:
         text = read(found, "direct_url.json") if found[1] else None
     else:
