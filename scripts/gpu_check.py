@@ -96,6 +96,34 @@ class Run(object):
         return proc.returncode, proc.stdout, round(time.time() - started, 1)
 
 
+METADATA_CODE = ("import json, importlib.metadata as m\n"
+                 "def v(n):\n"
+                 "    try:\n"
+                 "        return m.version(n)\n"
+                 "    except m.PackageNotFoundError:\n"
+                 "        return None\n"
+                 "print(json.dumps({'torch': v('torch'), 'torch_gcu': v('torch_gcu'), 'pip': v('pip')}))")
+
+
+def python_probe_step(python, probed):
+    """topsrider_state's training-Python probe (what a deploy's read reports) against importlib.metadata
+    run in the same interpreter: the same torch, torch_gcu and pip versions."""
+    try:
+        out = subprocess.run([python, "-c", METADATA_CODE], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             universal_newlines=True, timeout=300, check=False)
+        expected, why = (json.loads(out.stdout.strip().splitlines()[-1]), "") if out.returncode == 0 \
+            else ({}, out.stderr.strip()[-200:])
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        expected, why = {}, str(exc)
+    got = {key: probed.get(key) for key in ("torch", "torch_gcu", "pip")}
+    return {"name": "topsrider_state training-Python probe = importlib.metadata",
+            "pass": bool(expected) and got == expected and not probed.get("error"),
+            "detail": "probe %s; importlib.metadata %s%s" % (
+                json.dumps(got, sort_keys=True), json.dumps(expected, sort_keys=True) if expected
+                else "failed: %s" % why,
+                "; error %s" % probed["error"] if probed.get("error") else "")}
+
+
 def rank_lines(result_dir):
     out = []
     for name in sorted(os.listdir(result_dir)):
@@ -205,7 +233,7 @@ def main(argv=None):
     log("GPUs: %d, torch %s (CUDA %s); work dir %s" % (facts["count"], facts["torch"], facts["cuda"], work))
     steps = []
 
-    log("1/5 gcu_devices (nvidia), dist_launch role, eccl_probe collective nccl")
+    log("1/5 gcu_devices (nvidia), dist_launch role, eccl_probe collective nccl, topsrider_state's Python probe")
     rc, out, seconds = run.ansible(os.path.join(TOP, "scripts", "gpu-check.yml"),
                                    {"gpu_check_python": args.python, "gpu_check_results": results,
                                     "gpu_check_launch_dir": launch_dir, "gpu_check_sizes": args.sizes},
@@ -229,6 +257,7 @@ def main(argv=None):
                   "detail": "%s; world %s, devices %s, libraries %s" % (
                       probe.get("msg"), collective.get("world_size"), collective.get("devices"),
                       collective.get("libraries"))})
+    steps.append(python_probe_step(args.python, data.get("python") or {}))
     if not rendered:
         log("the launch scripts were not rendered; see %s/gpu-check.log" % work)
     smoke_job = [os.path.join(launch_dir, "ddp_smoke.py")]

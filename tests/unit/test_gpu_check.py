@@ -1,4 +1,5 @@
 """scripts/gpu_check.py: the parts that run without a GPU (the GPU run itself is scripts/gpu-check.sh)."""
+import json
 import os
 import subprocess
 import sys
@@ -70,3 +71,18 @@ def test_markdown_names_every_step_and_the_busbw_table():
     # One GPU: NCCL's in-place all-reduce moves nothing, and the result says algbw is then no bandwidth.
     result["probe"]["world_size"] = 1
     assert "algbw here is no bandwidth" in gpu_check.markdown(result)
+
+
+def test_the_python_probe_step_passes_only_when_the_probe_agrees_with_importlib_metadata():
+    sys.path.insert(0, TOP)
+    from plugins.module_utils._state import PYTHON_PROBE  # pylint: disable=import-outside-toplevel
+    probed = subprocess.run([sys.executable, "-c", PYTHON_PROBE], stdout=subprocess.PIPE, universal_newlines=True,
+                            check=True).stdout
+    probed = json.loads(probed)
+    step = gpu_check.python_probe_step(sys.executable, probed)
+    assert step["pass"], step
+    assert '"pip": "%s"' % probed["pip"] in step["detail"]
+    wrong = dict(probed, pip="0.0")
+    assert not gpu_check.python_probe_step(sys.executable, wrong)["pass"]
+    assert not gpu_check.python_probe_step(sys.executable, dict(probed, error="boom"))["pass"]
+    assert not gpu_check.python_probe_step("/nonexistent/python", probed)["pass"]
