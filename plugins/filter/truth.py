@@ -4,9 +4,9 @@
 """Filters that let deploy.yml and rollback.yml prove an end state before
 they say ok, and the one rule for operator values that become node paths,
 file names or lines, and a rescue's two questions (what failed, in one
-sentence; did the node stop answering), which hosts of a deploy are
-already at the release, and a run's inputs on a host. The logic lives in
-plugins/plugin_utils/_truth.py, _deploy_split.py, _inputs.py and
+sentence; did the node stop answering), and which hosts of a deploy are
+already at the release. The logic lives in
+plugins/plugin_utils/_truth.py, _deploy_split.py and
 module_utils/_values.py (pure, unit-tested); these are
 thin wrappers."""
 
@@ -19,8 +19,6 @@ from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import defe
 class FilterModule(object):
     def filters(self):
         return guarded_filters({
-            # {checks, release, python, settings} | topsrider_input_problems -> [] or [the first failing check's sentence]
-            "topsrider_input_problems": deferred("plugin_utils._inputs.input_problems"),
             # {label: value} | topsrider_value_problems('name'|'path'|'line') -> [problem, ...]
             "topsrider_value_problems": deferred("module_utils._values.value_problems"),
             # '' | topsrider_run_id -> 20261125T213000Z; an operator's id is checked by the name rule
@@ -36,6 +34,8 @@ class FilterModule(object):
             "topsrider_node_lost": deferred("plugin_utils._truth.node_lost"),
             # [{host, read, probe, compare_error, slurm}] | topsrider_deploy_split(fast_path) -> {current, rollout}
             "topsrider_deploy_split": deferred("plugin_utils._deploy_split.deploy_split"),
+            # [{host, read, slurm, reprobe}] | topsrider_deploy_at_release -> [host, ...] to re-probe or tag first
+            "topsrider_deploy_at_release": deferred("plugin_utils._deploy_split.deploy_at_release"),
             # deploy_current_state | topsrider_left_drained(scheduler) -> drained by an earlier run of this collection
             "topsrider_left_drained": deferred("plugin_utils._deploy_split.left_drained"),
         }, (AttributeError,))

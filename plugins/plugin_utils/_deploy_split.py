@@ -2,8 +2,10 @@
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which hosts of a deploy are already at the release and which roll out, in
-what order (deploy.yml's first play, once for the play, on the controller;
-filters topsrider_deploy_split and topsrider_left_drained).
+what order, and which of the hosts the read found at the release are
+re-probed or tagged first (deploy.yml, once for the play, on the controller;
+filters topsrider_deploy_split, topsrider_deploy_at_release and
+topsrider_left_drained).
 
 A host is at the release when the fast path is on, its one-pass read
 (topsrider_state with the desired state) finished and left nothing pending,
@@ -33,11 +35,30 @@ def left_drained(read, scheduler):
     return bool(node.get("drain")) and str(node.get("reason") or "").startswith(REASON_PREFIX)
 
 
+def _read_clean(read):
+    pending = read.get("pending") if isinstance(read, dict) else None
+    return isinstance(pending, list) and not pending
+
+
+def deploy_at_release(records):
+    """records: one per host of the play, in inventory order: {host, read (its
+    deploy_current_state, or None), slurm (whether its scheduler is Slurm),
+    reprobe (topsrider_deploy_reprobe)} -> [host, ...]: the hosts whose read
+    left nothing pending and where Slurm (the release feature) or a re-probe
+    applies, in that order (deploy.yml's second play, tasks/at_release.yml)."""
+    _check_records(records)
+    return [r["host"] for r in records if _read_clean(r.get("read")) and (r.get("slurm") or r.get("reprobe"))]
+
+
+def _check_records(records):
+    if not isinstance(records, list) or not all(isinstance(r, dict) and r.get("host") for r in records):
+        raise ValueError("records are a list of mappings with a host, got %r" % (records,))
+
+
 def _current(record, fast_path):
     read, probe = record.get("read"), record.get("probe")
-    pending = read.get("pending") if isinstance(read, dict) else None
     probe_ok = not isinstance(probe, dict) or probe.get("skipped") or probe.get("healthy")
-    return bool(fast_path and not record.get("compare_error") and isinstance(pending, list) and not pending
+    return bool(fast_path and not record.get("compare_error") and _read_clean(read)
                 and probe_ok and not left_drained(read, "slurm" if record.get("slurm") else "none"))
 
 
@@ -52,8 +73,7 @@ def deploy_split(records, fast_path=True):
     deploy_current_state, or None), probe (its deploy_current_probe, or None),
     compare_error (whether its comparison could not finish), slurm (whether
     its scheduler is Slurm)} -> {"current": [host, ...], "rollout": [host, ...]}."""
-    if not isinstance(records, list) or not all(isinstance(r, dict) and r.get("host") for r in records):
-        raise ValueError("records are a list of mappings with a host, got %r" % (records,))
+    _check_records(records)
     current = [r["host"] for r in records if _current(r, fast_path)]
     rollout = sorted((r for r in records if r["host"] not in current), key=_busy)
     return {"current": current, "rollout": [r["host"] for r in rollout]}

@@ -1,31 +1,33 @@
 # -*- coding: utf-8 -*-
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A run's inputs on one host, judged on the controller before anything is
-compared or changed (playbooks/tasks/inputs.yml's one assert; the filter
-topsrider_input_problems). In this order, the first that fails is the
+"""A run's inputs on one host, judged before anything is compared or changed
+(playbooks/tasks/inputs.yml's one task, the action
+gcu.topsrider.topsrider_inputs). In this order, the first that fails is the
 answer, as one sentence:
 
 1. release: the vendor's .run refused by its checks, or the release's
    signature or revocation list refused (both checked once per run, on the
    controller: the tasks' results are handed in);
-2. python: the node's Python (what the raw check printed: its path and
-   version, or why none ran) against the floor of the module code of the
-   ansible-core that runs the play;
+2. python: the node's Python (what one raw command printed, python_command:
+   its path and version, or why none ran) against the floor of the module
+   code of the ansible-core that runs the play; the command runs only when
+   the release passed (a refused release reaches no node);
 3. settings: the manifest's names and the operator's paths by the
    collection's one rule (module_utils/_values.py), the cache's size, then
    the ECCL environment settings (plugin_utils/_eccl_settings.py, the role's
    argument spec included; the messages name the operator's variables).
 
 Python, not Jinja: ansible-core compiles a task's templates again in every
-worker process, once a host, and this check is a task on every host of
-every run (docs/performance.md)."""
+worker process, once a host; and one task, not a raw check and an assert:
+this is a task on every host of every run (docs/performance.md)."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import json
 import re
+import shlex
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._values import value_problems
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._eccl_settings import settings_problems
@@ -40,6 +42,47 @@ ECCL_LABELS = {"eccl_env_profile": "topsrider_profile", "eccl_env_vars": "topsri
 # candidates runs. Any other is the connection's (a node that is down): the
 # next task that contacts the node reports it as unreachable.
 PYTHON_ANSWERED, NO_PYTHON = 0, 3
+
+
+def python_command(candidates):
+    """The one shell command that finds the node's Python, before any module is
+    sent: the path and version (two lines) of the first of `candidates` that
+    runs, exit 0; none runs: a line saying so on stderr, exit 3."""
+    names = [str(c) for c in candidates]
+    words = " ".join(shlex.quote(n) for n in names)
+    none_runs = shlex.quote("none of %s runs" % ", ".join(names))
+    return ("for p in %s; do if command -v \"$p\" >/dev/null 2>&1; then "
+            "v=$(\"$p\" -c 'import sys; print(\"%%d.%%d.%%d\" %% sys.version_info[:3])') "
+            "&& printf '%%s\\n%%s\\n' \"$(command -v \"$p\")\" \"$v\" && exit 0; fi; done; "
+            "echo %s >&2; exit 3" % (words, none_runs))
+
+
+def node_input_problems(checks, release, run_python, host, settings, core_version=None):
+    """input_problems, each check asked for only when the ones before it
+    passed: run_python() (the node's answer to python_command, as a raw
+    task's result: rc, stdout, stderr) only when the release passed, and
+    settings() (settings_problem_lines' input) only when the Python passed
+    too, so that a host refused for its Python is asked about nothing else."""
+    checks = _checks(checks)
+    if "release" in checks:
+        problems = input_problems({"checks": ["release"], "release": release}, core_version)
+        if problems:
+            return problems
+    if "python" in checks:
+        problems = input_problems({"checks": ["python"], "python": {"raw": run_python(), "host": host}}, core_version)
+        if problems:
+            return problems
+    if "settings" in checks:
+        return input_problems({"checks": ["settings"], "settings": settings()}, core_version)
+    return []
+
+
+def _checks(checks):
+    checks = list(CHECKS if checks is None else checks)
+    unknown = [c for c in checks if c not in CHECKS]
+    if unknown:
+        raise ValueError("checks are some of %s, got %s" % (", ".join(CHECKS), ", ".join(map(str, unknown))))
+    return checks
 
 
 def _version_tuple(text):
@@ -114,10 +157,7 @@ def input_problems(inputs, core_version=None):
     (default: this one)."""
     if core_version is None:
         from ansible.release import __version__ as core_version
-    checks = CHECKS if inputs.get("checks") is None else inputs["checks"]
-    unknown = [c for c in checks if c not in CHECKS]
-    if unknown:
-        raise ValueError("checks are some of %s, got %s" % (", ".join(CHECKS), ", ".join(map(str, unknown))))
+    checks = _checks(inputs.get("checks"))
     if "release" in checks:
         problems = release_problems(inputs.get("release") or {})
         if problems:

@@ -164,7 +164,7 @@ def snapshot_needs(deploy_snapshot, journal, cache_root):
 # Tasks whose message is written, by this collection, as the whole sentence of
 # what failed and why: their name is a claim ("There is a snapshot to go back
 # to") or a step, and reads as the opposite of the truth in front of it.
-SENTENCE_ACTIONS = frozenset(["assert", "fail"])
+SENTENCE_ACTIONS = frozenset(["assert", "fail", "topsrider_inputs"])
 # A speaker's label in front of a message ("eccl_env: ", "t20-node-1: ").
 LABEL_RE = re.compile(r"^[A-Za-z0-9_.-]+: \Z")
 

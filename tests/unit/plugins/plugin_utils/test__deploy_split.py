@@ -6,7 +6,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gcu.topsrider.plugins.filter import truth
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._deploy_split import deploy_split, left_drained
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._deploy_split import deploy_at_release, deploy_split, left_drained
 
 AT = {"pending": [], "state": {}}
 
@@ -70,3 +70,19 @@ def test_the_filters_refuse_records_without_a_host():
     with pytest.raises(AnsibleFilterError, match="^deploy_split: records are a list of mappings with a host"):
         filters["topsrider_deploy_split"]([{"read": AT}], True)
     assert filters["topsrider_left_drained"]({}, "slurm") is False
+
+
+def test_the_hosts_re_probed_or_tagged_first_are_clean_reads_where_slurm_or_a_re_probe_applies():
+    records = [dict(rec("n1", AT), reprobe=False), dict(rec("n2", AT, slurm=True), reprobe=False),
+               dict(rec("n3", AT), reprobe=True), dict(rec("n4", {"pending": ["package x"]}, slurm=True), reprobe=True),
+               dict(rec("n5", {"pending": None}, slurm=True), reprobe=True), dict(rec("n6", None), reprobe=True),
+               dict(rec("n7", {"skipped": True}, slurm=True), reprobe=True),
+               # Left drained by an earlier run: re-probed and shown to at_release.yml, whose tag task skips it.
+               dict(rec("n8", slurm_read(drain=True, reason="gcu.topsrider deploy D: x"), slurm=True), reprobe=False)]
+    assert deploy_at_release(records) == ["n2", "n3", "n8"]
+    # Neither Slurm nor a re-probe anywhere (the common re-run): nobody.
+    assert deploy_at_release([dict(r, slurm=False, reprobe=False) for r in records]) == []
+    filters = truth.FilterModule().filters()
+    assert filters["topsrider_deploy_at_release"](records) == ["n2", "n3", "n8"]
+    with pytest.raises(AnsibleFilterError, match="^deploy_at_release: records are a list of mappings with a host"):
+        filters["topsrider_deploy_at_release"]([{"read": AT}])

@@ -1,14 +1,21 @@
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """plugin_utils/_inputs.py: a run's inputs on one host as tasks/inputs.yml's
-one assert judges them (the release's refusals, the node's Python against
+one task judges them (the release's refusals, the node's Python against
 ansible-core's floor, the manifest's names, the operator's paths and cache
-size, the ECCL settings), the first failing check's sentence, and the filter
-gcu.topsrider.topsrider_input_problems in a real play."""
+size, the ECCL settings), the first failing check's sentence, each check
+asked for only when the ones before passed, the one shell command that finds
+the node's Python, and the action gcu.topsrider.topsrider_inputs in a real
+play."""
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._inputs import core_floor, input_problems
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._inputs import (
+    core_floor, input_problems, node_input_problems, python_command)
 from conftest import run_play
 
 MANIFEST = {"version": "2.5.136",
@@ -119,14 +126,94 @@ def test_an_unknown_check_is_an_error():
         input_problems({"checks": ["sbom"]}, "2.19.14")
 
 
-def test_the_filter_in_a_play(tmp_path):
+def _script(path, text):
+    path.write_text(text)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_the_python_command_answers_with_the_first_interpreter_that_runs(tmp_path):
+    old = _script(tmp_path / "py36", "#!/bin/sh\necho 3.6.15\n")
+    weird = _script(tmp_path / "it's py", "#!/bin/sh\necho 3.12.1\n")
+
+    def run(candidates):
+        proc = subprocess.run(["/bin/sh", "-c", python_command(candidates)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True, check=False)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    assert run(["/nonexistent/python", sys.executable]) == (
+        0, "%s\n%d.%d.%d\n" % ((sys.executable,) + tuple(sys.version_info[:3])), "")
+    assert run([old, sys.executable])[:2] == (0, "%s\n3.6.15\n" % old)
+    # A name with a quote is one word, not shell syntax.
+    assert run([weird])[:2] == (0, "%s\n3.12.1\n" % weird)
+    assert run(["/nonexistent/python", "$(touch %s)" % (tmp_path / "ran")]) == (
+        3, "", "none of /nonexistent/python, $(touch %s) runs\n" % (tmp_path / "ran"))
+    assert not (tmp_path / "ran").exists()
+
+
+def test_each_check_is_asked_for_only_when_the_ones_before_passed():
+    asked = []
+
+    def run_python(result):
+        return lambda: asked.append("python") or result
+
+    def settings_of(value):
+        return lambda: asked.append("settings") or value
+
+    refused = {"bundle": "x.run", "installer": {"rc": 1, "stderr": "refused: bad checksum"}}
+    problems = node_input_problems(None, refused, run_python(GOOD_PYTHON), "n1", settings_of(settings()), "2.19.14")
+    assert problems == ["x.run: bad checksum. Nothing was sent to any node."] and asked == []
+    old = raw(0, "/usr/bin/python3.6\n3.6.15\n")
+    problems = node_input_problems(None, {}, run_python(old), "n1", settings_of(settings(cache_keep=1)), "2.19.14")
+    assert "Python /usr/bin/python3.6 is 3.6.15" in problems[0] and asked == ["python"]
+    del asked[:]
+    problems = node_input_problems(None, {}, run_python(GOOD_PYTHON), "n1", settings_of(settings(cache_keep=1)),
+                                   "2.19.14")
+    assert "topsrider_cache_keep 1 is not" in problems[0] and asked == ["python", "settings"]
+    del asked[:]
+    assert node_input_problems(["release"], {}, run_python(old), "n1", settings_of(settings(cache_keep=1))) == []
+    assert asked == []
+    assert node_input_problems(None, {}, run_python(GOOD_PYTHON), "n1", settings_of(settings()), "2.19.14") == []
+    with pytest.raises(ValueError, match="got sbom"):
+        node_input_problems(["release", "sbom"], {}, run_python(GOOD_PYTHON), "n1", settings_of(settings()))
+
+
+def test_the_action_in_a_play(tmp_path):
+    """gcu.topsrider.topsrider_inputs on localhost: each case's message, the Python check's command only for a
+    release that passed, the settings templated only for a host whose Python passed."""
+    marker = tmp_path / "contacted"
+    old = _script(tmp_path / "py36", "#!/bin/sh\ntouch %s\necho 3.6.15\n" % marker)
+
+    def case(name, args, settings_expr="{{ good }}"):
+        return {"name": "Case " + name, "block": [
+            {"name": "Check " + name, "gcu.topsrider.topsrider_inputs": dict({"settings_var": "case_settings"}, **args),
+             "vars": {"case_settings": settings_expr}},
+            {"name": "Record " + name, "ansible.builtin.set_fact": {"seen": "{{ seen | combine({'%s': 'passed'}) }}" % name}}],
+            "rescue": [{"name": "Record the refusal of " + name, "ansible.builtin.set_fact": {
+                "seen": "{{ seen | combine({'%s': ansible_failed_result.msg}) }}" % name}}]}
+
     rc, out = run_play(tmp_path, [
-        {"name": "Sound", "ansible.builtin.assert": {"that": "(good | gcu.topsrider.topsrider_input_problems) == []"}},
-        {"name": "Refused", "ansible.builtin.assert": {"that": [
-            "(bad | gcu.topsrider.topsrider_input_problems) | length == 1",
-            "'topsrider_cache_keep 1 is not' in (bad | gcu.topsrider.topsrider_input_problems)[0]"]}},
-    ], {"good": inputs(raw_result=GOOD_PYTHON), "bad": inputs(raw_result=GOOD_PYTHON, cache_keep=1)})
+        {"name": "Nothing yet", "ansible.builtin.set_fact": {"seen": {}}},
+        case("good", {"python": [sys.executable]}),
+        # The settings would not template (no such file): never asked, the Python's sentence is the answer.
+        case("old_python", {"python": ["/nonexistent/python", old]},
+             "{{ lookup('ansible.builtin.file', '/nonexistent/manifest.json') }}"),
+        case("no_python", {"python": ["/nonexistent/python"]}),
+        case("settings", {"python": [sys.executable]}, "{{ bad }}"),
+        {"name": "The Python check never ran for the refused release", "ansible.builtin.file": {
+            "path": str(marker), "state": "absent"}},
+        case("release", {"python": [old], "release": {"bundle": "x.run", "installer": {"rc": 1, "stderr": "refused: bad"}}}),
+        {"name": "Keep what each case said", "ansible.builtin.copy": {
+            "content": "{{ seen | to_json }}", "dest": str(tmp_path / "seen.json")}},
+    ], {"good": settings(), "bad": settings(cache_keep=1)})
     assert rc == 0, out
+    seen = json.loads((tmp_path / "seen.json").read_text())
+    assert seen["good"] == "passed", seen
+    assert seen["old_python"].startswith("the node's Python %s is 3.6.15; gcu.topsrider needs Python" % old), seen
+    assert seen["no_python"].startswith("the node's Python could not be run (none of /nonexistent/python runs)"), seen
+    assert "topsrider_cache_keep 1 is not a whole number" in seen["settings"], seen
+    assert seen["release"] == "x.run: bad. Nothing was sent to any node.", seen
+    assert not os.path.exists(str(marker)), "the refused release reached the node"
 
 
 def test_no_check_asked_is_no_check():
