@@ -78,6 +78,17 @@ def submit(*args):
     return sh(CTL, "sbatch --parsable --chdir=/tmp %s" % " ".join(args)).strip().split(";")[0]
 
 
+def job_outputs(path, nodes):
+    """What a job wrote to `path` on each of `nodes` (its last 40 lines; the
+    batch host has it), for an assertion's message when a job did not end as
+    it should."""
+    out = []
+    for node in nodes:
+        rc, text, err = dexec(node, "tail -n 40 %s" % path, timeout=30)
+        out.append("--- %s:%s (rc=%d)\n%s%s" % (node, path, rc, text, err))
+    return "\n".join(out)
+
+
 def ranks(node, path):
     out = sh(node, "cat %s" % path)
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")], out

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "molec
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from launch_helpers import dexec  # noqa: E402 pylint: disable=wrong-import-position,import-error
 from slurm_helpers import (  # noqa: E402 pylint: disable=wrong-import-position,import-error
-    CTL, EPHEMERAL, N1, N2, N3, SBATCH, drained, job, job_if, node_state, ranks, sh, submit, wait_for)
+    CTL, EPHEMERAL, N1, N2, N3, SBATCH, drained, job, job_if, job_outputs, node_state, ranks, sh, submit, wait_for)
 
 testinfra_hosts = ["slurm-node1"]
 KEPT_OUT = "molecule: kept out of test_slurm.py"
@@ -91,7 +91,8 @@ def test_sbatch_runs_the_smoke_job_on_every_card_of_two_nodes():
         _rc, printed, _err = dexec(N1, "tail -n 40 /tmp/smoke-%s.out" % job_id)
         raise AssertionError("sbatch --wait: rc=%d %s%s\njob: %s\noutput on %s:\n%s" % (rc, out, err, record, N1, printed))
     info = job(job_id)
-    assert info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0", info
+    assert info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0", (
+        info, job_outputs("/tmp/smoke-%s.out" % job_id, (N1, N2)))
     assert info["NodeList"] == "slurm-node[1-2]", info
     results, text = ranks(N1, "/tmp/smoke-%s.out" % job_id)
     assert sorted(r["rank"] for r in results) == list(range(16)), text
@@ -130,7 +131,8 @@ def test_bad_card_drains_the_node_and_the_job_is_requeued_not_lost():
     # requeued job back for a while) and succeeds on both nodes
     info = wait_for("the requeued job finished", lambda: job_if(requeued, lambda j: j["JobState"] in (
         "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL")), 300, step=3)
-    assert info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0", info
+    assert info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0", (
+        info, job_outputs("/tmp/requeued-%s.out" % requeued, (N1, N2)))
     results, text = ranks(N1, "/tmp/requeued-%s.out" % requeued)
     assert len(results) == 16 and len({r["loss"] for r in results}) == 1, text
 
