@@ -120,4 +120,5 @@ def env_export_lines(mapping):
 class FilterModule(object):
     def filters(self):
         return {"env_problems": env_problems, "env_export_lines": env_export_lines,
-                "eccl_env_problems": guarded(deferred("plugin_utils._eccl_settings.settings_problems"))}
+                "eccl_env_problems": guarded(deferred("plugin_utils._eccl_settings.settings_problems")),
+                "eccl_env_environment": guarded(deferred("plugin_utils._eccl_settings.written_environment"))}

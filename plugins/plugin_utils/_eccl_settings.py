@@ -27,13 +27,14 @@ from collections import OrderedDict
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import env_problems
 from ansible_collections.gcu.topsrider.plugins.module_utils._values import value_problems
+from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import vendor_spec
 
 # The settings of the preflight, in the order the messages name them.
 SETTINGS = ("eccl_env_profile", "eccl_env_profiles", "eccl_env_vars", "eccl_env_allow_names",
             "eccl_env_visible_devices", "eccl_env_file")
 DEVICES_RE = re.compile(r"^(all|none|[0-9]+(,[0-9]+)*)\Z")
-# Written from eccl_env_visible_devices only.
-DEVICES_NAME = "ENFLAME_VISIBLE_DEVICES"
+# Written from eccl_env_visible_devices only: the vendor table's name for the cards a job sees.
+DEVICES_NAME = vendor_spec("enflame")["visible_env"]
 SPEC_FILE = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "eccl_env", "meta", "argument_specs.yml")
 # What ArgumentSpecValidator reads of an option; the rest is documentation.
 SPEC_KEYS = ("type", "elements", "choices", "default", "required", "options", "no_log")
@@ -80,9 +81,7 @@ def settings_problems(settings, labels=None, check_spec=False, allow_label=None)
                    and not value_problems({"eccl_env_file": values["eccl_env_file"]}, "path"))
     if not settings_ok:
         return [_settings_message(values, labels)]
-    environment = OrderedDict(chosen)
-    environment.update(env_vars)
-    environment[DEVICES_NAME] = visible
+    environment = written_environment(profiles, profile, env_vars, visible)
     allow_label = allow_label or labels["eccl_env_allow_names"]
     sources = OrderedDict([("eccl_env_profiles." + profile, chosen), (labels["eccl_env_vars"], env_vars),
                            (labels["eccl_env_visible_devices"], {DEVICES_NAME: visible})])
@@ -93,6 +92,20 @@ def settings_problems(settings, labels=None, check_spec=False, allow_label=None)
             "values must be strings or numbers made only of letters, digits and _ . , : / = + @ %% - (no spaces, quotes, $, "
             "backticks, ; | &, newlines or NUL); a name the loader or the shell acts on needs %s."
             % ("; ".join(problems), allow_label)]
+
+
+def written_environment(profiles, profile, env_vars=None, visible="all"):
+    """The environment eccl_env writes (its template, topsrider.sh.j2) and a
+    deploy's or drift check's desired state expects: the chosen profile's
+    variables, `env_vars` over them, then ENFLAME_VISIBLE_DEVICES from
+    `visible`. A profile that is not there (or not a mapping) contributes
+    nothing; settings_problems refuses it before anything is written. The
+    filter gcu.topsrider.eccl_env_environment."""
+    chosen = profiles.get(profile) if isinstance(profiles, dict) else None
+    environment = dict(chosen if isinstance(chosen, dict) else {})
+    environment.update(env_vars or {})
+    environment[DEVICES_NAME] = visible
+    return environment
 
 
 def _settings_message(values, labels):

@@ -16,7 +16,7 @@ from conftest import run_play
 def test_filter_is_registered_and_is_the_helper():
     from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import env_problems
     filters = plugin.FilterModule().filters()
-    assert sorted(filters) == ["eccl_env_problems", "env_export_lines", "env_problems"]
+    assert sorted(filters) == ["eccl_env_environment", "eccl_env_problems", "env_export_lines", "env_problems"]
     # The helper itself, imported when the filter first runs (plugin_utils/_filters.py's deferred).
     assert filters["env_problems"].__name__ == "env_problems"
     assert filters["env_problems"]({"A": "1\nx"}) == env_problems({"A": "1\nx"}) != []

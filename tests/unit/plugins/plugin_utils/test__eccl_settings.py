@@ -8,7 +8,7 @@ filter gcu.topsrider.eccl_env_problems in a real play."""
 import pytest
 
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._eccl_settings import (
-    SETTINGS, preflight_spec, settings_problems)
+    SETTINGS, preflight_spec, settings_problems, written_environment)
 from conftest import run_play
 
 # The labels deploy.yml gives (playbooks/tasks/inputs.yml).
@@ -81,6 +81,41 @@ def test_an_allowed_search_path_passes_and_a_profile_value_is_named_by_its_profi
 def test_the_allow_label_is_what_the_caller_names():
     (problem,) = settings_problems({"eccl_env_vars": {"PATH": "/x"}}, {}, False, "my_allow")
     assert "refused unless my_allow names it" in problem and problem.endswith("needs my_allow."), problem
+
+
+def test_the_environment_written_is_profile_then_vars_then_the_visible_cards():
+    profiles = {"prod": {"ECCL_DEBUG": "WARN", "ECCL_ALGO": "ring"}, "dev": "not a mapping"}
+    env = written_environment(profiles, "prod", {"ECCL_DEBUG": "INFO", "ECCL_X": 1}, "0,1")
+    assert list(env.items()) == [("ECCL_DEBUG", "INFO"), ("ECCL_ALGO", "ring"), ("ECCL_X", 1),
+                                 ("ENFLAME_VISIBLE_DEVICES", "0,1")]
+    assert profiles["prod"] == {"ECCL_DEBUG": "WARN", "ECCL_ALGO": "ring"}          # not changed in place
+    # An unknown profile, or one that is not a mapping, contributes nothing (settings_problems refuses it).
+    assert written_environment(profiles, "staging") == {"ENFLAME_VISIBLE_DEVICES": "all"}
+    assert written_environment(profiles, "dev", None, "none") == {"ENFLAME_VISIBLE_DEVICES": "none"}
+    assert written_environment(None, "prod") == {"ENFLAME_VISIBLE_DEVICES": "all"}
+
+
+def test_the_role_and_the_desired_state_write_the_same_environment(tmp_path):
+    """roles/eccl_env/vars/main.yml and playbooks/vars/desired_state.yml both
+    use the filter: the same inputs give the same mapping, ENFLAME_VISIBLE_DEVICES last."""
+    import os
+    import yaml
+    from conftest import TOP
+    with open(os.path.join(TOP, "roles", "eccl_env", "vars", "main.yml")) as f:
+        role = yaml.safe_load(f)["eccl_env_environment"]
+    with open(os.path.join(TOP, "playbooks", "vars", "desired_state.yml")) as f:
+        desired = yaml.safe_load(f)["desired_environment"]
+    rc, out = run_play(tmp_path, [
+        {"name": "Same", "ansible.builtin.assert": {"that": [
+            "role_env == desired_env",
+            "role_env | list == ['ECCL_DEBUG', 'ECCL_ALGO', 'ENFLAME_VISIBLE_DEVICES']",
+            "role_env.ECCL_DEBUG == 'INFO' and role_env.ENFLAME_VISIBLE_DEVICES == '2,3'"]}},
+    ], {"role_env": role, "desired_env": desired,
+        "eccl_env_profiles": {"prod": {"ECCL_DEBUG": "WARN", "ECCL_ALGO": "ring"}},
+        "eccl_env_profile": "prod", "desired_profile": "prod",
+        "eccl_env_vars": {"ECCL_DEBUG": "INFO"}, "topsrider_env_vars": {"ECCL_DEBUG": "INFO"},
+        "eccl_env_visible_devices": "2,3", "topsrider_visible_devices": "2,3"})
+    assert rc == 0, out
 
 
 def test_the_filter_in_a_play(tmp_path):
