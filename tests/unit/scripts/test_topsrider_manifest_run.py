@@ -4,10 +4,14 @@
 real makeself) in, a checked bundle with manifest.json and its origin out,
 cached by the .run's sha256; refused archives leave nothing behind."""
 import hashlib
+import importlib.machinery
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
+import types
 
 import pytest
 
@@ -18,9 +22,15 @@ TOOL = os.path.join(TOP, "scripts", "topsrider-manifest")
 RUN_NAME = "TopsRider_t2x_2.5.136_deb_amd64.run"
 
 
+# A check is remembered only for files changed at least this long before it
+# (plugin_utils/_checked_memo.py); the tests' files are all new.
+SETTLE = {"TOPSRIDER_CHECKED_SETTLE_S": "0"}
+
+
 def tool(*args, env=None):
     return subprocess.run([sys.executable, TOOL] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, env=env, check=False)
+                          universal_newlines=True, env=dict(os.environ if env is None else env, **SETTLE),
+                          check=False)
 
 
 def make(tmp_path, options=(), **tree_args):
@@ -44,7 +54,7 @@ def test_extract_writes_a_bundle_with_its_origin_then_extracts_nothing(tmp_path,
     result = json.loads(proc.stdout)
     digest = sha256(run)
     bundle = str(cache / digest)
-    assert result == {"bundle": bundle, "extracted": True, "version": "2.5.136",
+    assert result == {"bundle": bundle, "extracted": True, "version": "2.5.136", "checked": "now",
                       "origin": {"type": "makeself", "file": RUN_NAME, "sha256": digest,
                                  "size": os.path.getsize(run)}}
     assert sorted(os.listdir(bundle)) == [
@@ -65,7 +75,15 @@ def test_extract_writes_a_bundle_with_its_origin_then_extracts_nothing(tmp_path,
     again = tool("extract", run, "--cache", str(cache))
     assert again.returncode == 0, again.stderr
     assert "nothing extracted" in again.stdout
-    assert json.loads(tool("extract", run, "--cache", str(cache), "--json").stdout)["extracted"] is False
+    # That full check is remembered (the bundle was not new any more): the next run reads nothing.
+    assert sorted(os.listdir(str(cache))) == [".checked", digest]
+    assert [n for n in os.listdir(str(cache / ".checked")) if not n.endswith(".json")] == []
+    assert "neither has changed since the full check at" in tool("extract", run, "--cache", str(cache)).stdout
+    quick = json.loads(tool("extract", run, "--cache", str(cache), "--json").stdout)
+    assert quick["extracted"] is False and quick["checked"].startswith("unchanged since ")
+    assert dict(quick, checked="now", extracted=True) == result
+    recheck = json.loads(tool("extract", run, "--cache", str(cache), "--json", "--recheck").stdout)
+    assert recheck == dict(result, extracted=False)
     assert os.stat(os.path.join(bundle, "manifest.json")).st_mtime_ns == mtime
 
 
@@ -160,3 +178,114 @@ def test_version_from_name_or_option(tmp_path):
     proc = tool("extract", str(renamed), "--version", "2.5.136", "--cache", str(tmp_path / "cache"), "--json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["origin"]["file"] == "installer.run"
+
+
+# --------------------------------------- the memo of a full check that passed --
+
+def _script():
+    """The tool as a module, to run in this process (its checks can then be replaced)."""
+    loader = importlib.machinery.SourceFileLoader("topsrider_manifest_under_test", TOOL)
+    module = types.ModuleType(loader.name)
+    module.__file__ = TOOL
+    loader.exec_module(module)
+    return module
+
+
+def test_an_unchanged_run_and_bundle_are_not_read_again(tmp_path, monkeypatch, capsys):
+    run = make(tmp_path, ("--xz", "--sha256"))
+    cache = tmp_path / "cache"
+    first = json.loads(tool("extract", run, "--cache", str(cache), "--json").stdout)
+    assert tool("extract", run, "--cache", str(cache)).returncode == 0     # the full check remembered
+    script = _script()
+
+    def read_again(*args, **kwargs):
+        raise AssertionError("read again though nothing changed")
+    monkeypatch.setattr(script.makeself, "verify", read_again)
+    monkeypatch.setattr(script.makeself, "read_header", read_again)
+    monkeypatch.setattr(script.manifest, "verify", read_again)
+    assert script.main(["extract", run, "--cache", str(cache), "--json"]) == 0
+    quick = json.loads(capsys.readouterr().out)
+    assert dict(quick, checked="now", extracted=True) == first
+    # --recheck reads them: here, the replaced checks say so.
+    with pytest.raises(AssertionError, match="read again"):
+        script.main(["extract", run, "--cache", str(cache), "--json", "--recheck"])
+
+
+def test_a_run_corrupted_with_its_mtime_put_back_is_refused_after_a_memo(tmp_path):
+    run = make(tmp_path, ("--xz", "--sha256"))
+    cache = tmp_path / "cache"
+    assert tool("extract", run, "--cache", str(cache)).returncode == 0
+    assert tool("extract", run, "--cache", str(cache)).returncode == 0
+    assert "neither has changed" in tool("extract", run, "--cache", str(cache)).stdout
+    before = os.stat(run)
+    time.sleep(0.01)
+    fakes.flip_payload_byte(run)
+    os.utime(run, ns=(before.st_atime_ns, before.st_mtime_ns))    # size and mtime as they were; ctime moved
+    proc = tool("extract", run, "--cache", str(cache))
+    assert proc.returncode == 1, proc.stdout
+    assert "SHA256 checksum of payload part 1 does not match its header" in proc.stderr
+
+
+def test_a_bundle_file_touched_or_a_run_replaced_is_checked_in_full_again(tmp_path):
+    run = make(tmp_path)
+    cache = tmp_path / "cache"
+    digest = sha256(run)
+    assert tool("extract", run, "--cache", str(cache)).returncode == 0
+    assert tool("extract", run, "--cache", str(cache)).returncode == 0
+    deb = cache / digest / "tops-sdk_2.5.136-1_amd64.deb"
+    shutil.copy2(str(deb), str(deb) + ".new")
+    os.rename(str(deb) + ".new", str(deb))                     # same bytes and mtime, another inode
+    again = json.loads(tool("extract", run, "--cache", str(cache), "--json").stdout)
+    assert (again["checked"], again["extracted"]) == ("now", False)
+    # The full check found it intact and is remembered again.
+    assert json.loads(tool("extract", run, "--cache", str(cache), "--json").stdout)["checked"].startswith("unchanged")
+
+    copy = tmp_path / "copy.run"
+    shutil.copy2(run, str(copy))
+    os.rename(str(copy), run)                                  # the same .run downloaded again
+    assert json.loads(tool("extract", run, "--cache", str(cache), "--json").stdout)["checked"] == "now"
+
+
+@pytest.mark.parametrize("memo_text", ["not json", "[]", '{"format": 1, "subject": "/x", "bundle": "/"}',
+                                       '{"format": 1}'])
+def test_a_foreign_or_garbled_memo_only_means_a_full_check(tmp_path, memo_text):
+    run = make(tmp_path)
+    cache = tmp_path / "cache"
+    assert tool("extract", run, "--cache", str(cache)).returncode == 0
+    assert tool("extract", run, "--cache", str(cache)).returncode == 0
+    (memos,) = list((cache / ".checked").iterdir())
+    memos.write_text(memo_text)
+    proc = tool("extract", run, "--cache", str(cache), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["checked"] == "now"
+    assert json.loads(memos.read_text())["record"]["origin"]["sha256"] == sha256(run)
+
+
+def test_an_explicit_directory_keeps_no_memo(tmp_path):
+    run = make(tmp_path)
+    env = dict(os.environ, TOPSRIDER_CACHE_DIR=str(tmp_path / "envcache"))
+    target = tmp_path / "bundle"
+    assert tool("extract", run, str(target), env=env).returncode == 0
+    assert json.loads(tool("extract", run, str(target), "--json", env=env).stdout)["checked"] == "now"
+    assert not (tmp_path / "envcache").exists()
+
+
+def test_files_changed_just_before_a_check_are_not_remembered(tmp_path):
+    """Timestamps are coarse: the default (2 s) keeps the run that extracted a
+    bundle, and a check right after it, from trusting files that could still
+    be changed within the same tick; a check of settled files is remembered."""
+    run = make(tmp_path)
+    cache = tmp_path / "cache"
+    env = dict(os.environ)
+    env.pop("TOPSRIDER_CHECKED_SETTLE_S", None)
+    default = [sys.executable, TOOL, "extract", run, "--cache", str(cache), "--json"]
+
+    def checked():
+        proc = subprocess.run(default, stdout=subprocess.PIPE, universal_newlines=True, env=env, check=True)
+        return json.loads(proc.stdout)["checked"]
+    assert checked() == "now"
+    assert checked() == "now"
+    assert not (cache / ".checked").exists()
+    time.sleep(2.1)
+    assert checked() == "now"
+    assert checked().startswith("unchanged since ")
