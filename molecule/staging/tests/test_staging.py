@@ -73,6 +73,15 @@ def test_the_repaired_run_deployed_and_the_next_changed_nothing():
     rc, third = run("again")
     assert rc == 0
     assert all(c["changed"] == 0 and c["failed"] == 0 for c in recap(third).values()), recap(third)
+    # topsrider_deploy_reprobe: every node already at the release was probed at the framework level
+    # (deploy.yml's second play), passed, and stayed there: no rollout play ran a task.
+    probe = re.search(r"^TASK \[Prove ECCL works in the training Python \(topsrider_deploy_reprobe\)\] \**\n(.*?)\n\n",
+                      third, re.M | re.S)
+    assert probe, third
+    assert sorted(re.findall(r"^ok: \[(topsrider-staging-node\d)\]$", probe.group(1), re.M)) == [
+        "topsrider-staging-node1", "topsrider-staging-node2", "topsrider-staging-node3"], probe.group(1)
+    assert len(re.findall(r"^topsrider-staging-node\d\s+ok\s+2\.5\.136\s.*already at 2\.5\.136$", third, re.M)) == 3, third
+    assert "TASK [Lock | Take the node lock" not in third, third
 
 
 def test_every_staged_file_has_the_manifest_sha256_and_no_junk_is_left(host):
