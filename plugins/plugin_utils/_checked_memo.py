@@ -35,6 +35,7 @@ __metaclass__ = type
 import hashlib
 import json
 import os
+import stat
 import tempfile
 import time
 
@@ -44,22 +45,25 @@ FORMAT = 1
 SETTLE_NS = 2 * 10 ** 9
 
 
-def stat_key(path):
-    """[device, inode, size, mtime_ns, ctime_ns] of `path` (following links), or None when it cannot be read."""
+def stat_key(path, follow=True):
+    """[device, inode, size, mtime_ns, ctime_ns, file type] of `path` (of the
+    link itself when not `follow`), or None when it cannot be read."""
     try:
-        st = os.stat(path)
+        st = os.stat(path) if follow else os.lstat(path)
     except OSError:
         return None
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, stat.S_IFMT(st.st_mode)]
 
 
 def tree_keys(directory):
-    """{name: stat_key} of every entry of `directory` (not recursive), or None when it cannot be listed."""
+    """{name: stat_key} of every entry of `directory` (not recursive; a link
+    is its own entry, so a file replaced by a link to it is a change), or None
+    when it cannot be listed."""
     try:
         names = sorted(os.listdir(directory))
     except OSError:
         return None
-    return dict((name, stat_key(os.path.join(directory, name))) for name in names)
+    return dict((name, stat_key(os.path.join(directory, name), follow=False)) for name in names)
 
 
 def memo_path(cache, subject):

@@ -56,6 +56,18 @@ def test_any_change_of_the_subject_or_the_bundle_ends_the_trust(tmp_path):
     assert memo.still_checked(known, subject, bundle) is None
 
 
+def test_a_bundle_file_replaced_by_a_link_to_itself_is_a_change(tmp_path):
+    subject, bundle, path = _setup(tmp_path)
+    memo.save(path, subject, memo.stat_key(subject), bundle, {}, time.time_ns(), 0)
+    known = memo.load(path)
+    deb = os.path.join(bundle, "a.deb")
+    moved = str(tmp_path / "elsewhere.deb")
+    os.link(deb, moved)                                              # the same inode, same times
+    os.remove(deb)
+    os.symlink(moved, deb)
+    assert memo.still_checked(known, subject, bundle) is None
+
+
 def test_a_subject_that_changed_while_it_was_read_is_not_remembered(tmp_path):
     subject, bundle, path = _setup(tmp_path)
     key = memo.stat_key(subject)
