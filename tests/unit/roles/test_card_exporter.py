@@ -143,7 +143,10 @@ def test_serves_the_cards_and_a_change_after_the_next_reading(node, exporters):
     node.simctl("card", "1", "temperature_c=44", "link_width=8")
     e = Exporter(node)
     exporters.append(e)
-    text = e.until(lambda t: value(t, "topsrider_card_temperature_celsius", card="1") == 44)
+    # simctl writes the state (efsmi's readings) and then the PCI sysfs files (the link width):
+    # a reading between the two has one without the other, as two sources on a node can. Wait for both.
+    text = e.until(lambda t: value(t, "topsrider_card_temperature_celsius", card="1") == 44
+                   and value(t, "topsrider_card_pcie_link_width", card="1") == 8)
     assert value(text, "topsrider_card_pcie_link_width", card="1", bus_id="0000:3e:00.0") == 8
     assert value(text, "topsrider_card_pcie_link_width_max", card="1") == 16
     assert value(text, "topsrider_card_info", card="3", firmware="10.19.3", model="T20") == 1  # the table's firmware
@@ -158,7 +161,8 @@ def test_serves_the_cards_and_a_change_after_the_next_reading(node, exporters):
     assert (status, ctype) == (200, _card_metrics.CONTENT_TYPE)
 
     node.simctl("card", "2", "temperature_c=95", "ecc_uncorrected=4", "link_width=4", "utilization_pct=50")
-    text = e.until(lambda t: value(t, "topsrider_card_temperature_celsius", card="2") == 95)
+    text = e.until(lambda t: value(t, "topsrider_card_temperature_celsius", card="2") == 95
+                   and value(t, "topsrider_card_pcie_link_width", card="2") == 4)
     assert value(text, "topsrider_card_ecc_uncorrected_errors_total", card="2") == 4
     assert value(text, "topsrider_card_pcie_link_width", card="2") == 4
     assert value(text, "topsrider_card_utilization_ratio", card="2") == 0.5
