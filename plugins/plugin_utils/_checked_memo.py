@@ -7,7 +7,7 @@
 The vendor's .run is about 4 GB. Checking it (makeself's MD5 and SHA256, and
 the sha256 of the whole file) and then the bundle extracted from it (the
 sha256 of every file against the manifest) reads every byte twice; each
-deploy, drift check or verify run did that again, though nothing had changed:
+deploy or drift check did that again, though nothing had changed:
 about 5 s per GiB on the controller (docs/performance.md).
 
 A memo records, after a full check that passed, each file's identity and
@@ -36,8 +36,9 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import time
+
+from ansible_collections.gcu.topsrider.plugins.module_utils._atomic import write_atomic
 
 MEMO_DIR = ".checked"
 FORMAT = 1
@@ -100,7 +101,7 @@ def still_checked(memo, subject, bundle):
 
 
 def save(path, subject, subject_key, bundle, record, started_ns, settle_ns=SETTLE_NS):
-    """Write the memo (atomically, 0600, in a 0700 directory) for `subject`
+    """Write the memo (module_utils/_atomic.py's writer, 0600, in a 0700 directory) for `subject`
     checked with stat `subject_key` (taken before it was read, at
     `started_ns`, time.time_ns()) and the checked `bundle`; `record` is what
     the check found (JSON). Nothing is written when the subject changed while
@@ -117,16 +118,9 @@ def save(path, subject, subject_key, bundle, record, started_ns, settle_ns=SETTL
     data = {"format": FORMAT, "subject": os.path.realpath(subject), "subject_key": subject_key, "bundle": bundle,
             "bundle_keys": entries, "checked_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started_ns / 1e9)),
             "record": record}
-    directory = os.path.dirname(path)
-    tmp = None
     try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".memo-", dir=directory)
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, sort_keys=True)
-        os.rename(tmp, path)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        write_atomic(path, json.dumps(data, sort_keys=True), 0o600, prefix=".memo-")
         return True
     except OSError:
-        if tmp and os.path.exists(tmp):
-            os.remove(tmp)
         return False
