@@ -128,7 +128,8 @@ def test_bad_card_drains_the_node_and_the_job_is_requeued_not_lost():
     assert "resuming slurm-node1" in sh(N1, "cat %s" % GATE_LOG)
 
     # the requeued job was not lost: it runs once eligible again (Slurm holds a
-    # requeued job back for a while) and succeeds on both nodes
+    # requeued job back for cred_expire + 1 s: 41 s in sim/slurm/slurm.conf.j2)
+    # and succeeds on both nodes
     info = wait_for("the requeued job finished", lambda: job_if(requeued, lambda j: j["JobState"] in (
         "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL")), 300, step=3)
     assert info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0", (
