@@ -90,6 +90,8 @@ def test_case3_second_deploy_fails_naming_the_first_or_waits_and_changes_nothing
     assert rc == 0 and "deployed 2.5.140" in text
     rc, text = run("case3-b-wait")
     assert rc == 0
+    # it waited for A's lock (side_effect released A only after this line) and then changed nothing
+    assert "topsrider-rt-node1: waiting for the node lock, held by deploy run case3a" in text
     assert "deployed 2.5.140" not in text
     facts = json.loads(read("facts-case3.json"))
     assert facts["snapshot"] == "case3a" and facts["version"] == "2.5.140"
