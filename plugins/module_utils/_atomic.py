@@ -7,9 +7,10 @@ Used on the node by the deb_bundle journal (_journal.write_json_atomic) and
 the torch_gcu wheel's record (_wheel), and on the controller by the action
 gcu.topsrider.topsrider_reports (every report file, the fleet report's
 callback included), the wrappers' run metric (scripts/topsrider_check.py),
-the .run check's memo (plugin_utils/_checked_memo.py) and the bench. It imports nothing but the standard library, so that a plain
-script can load this file by its path (scripts/topsrider_check.py does: it
-runs outside Ansible's collection loader). A full file system fails the
+the .run check's memo (plugin_utils/_checked_memo.py) and the bench. It
+imports nothing but the standard library, so that a plain script can load
+this file by its path (scripts/topsrider_check.py does: it runs outside
+Ansible's collection loader). A full file system fails the
 write and leaves the old file as it was.
 Runs on the node: Python 3.6+.
 """
