@@ -28,6 +28,10 @@ The plan, each step by the playbook's FQCN from the installed copy:
                         ansible-playbook where the file says, one line naming
                         it and topsrider_drift_run_ok 0 in the textfile.
 Printed reports must be plain lines: no JSON escapes, no quoted strings.
+Both deploys run with an audit hook on PYTHONPATH (trace/sitecustomize.py)
+that notes every file of the installed collection they open: each must be in
+the count of files a deploy loads (tests/unit/deploy_walk.py, the number
+docs/architecture.md gives), so that count is never short of a real run's.
 
 Usage: tests/installed/run.py [--keep]   (--keep leaves the fleet up)
 """
@@ -63,6 +67,13 @@ NOT_PLAIN = re.compile(r'\\n|\\"|"msg"|^\s*"|^\s*- "')
 
 class Failed(Exception):
     pass
+
+
+def deploy_count():
+    """Every file the static count says a deploy can load (tests/unit/deploy_walk.py)."""
+    sys.path.insert(0, os.path.join(TOP, "tests", "unit"))
+    import deploy_walk  # pylint: disable=import-outside-toplevel
+    return set(path for files in deploy_walk.loaded("deploy.yml").values() for path in files)
 
 
 def readme():
@@ -218,10 +229,35 @@ def prepare():
 
 
 # ---------------------------------------------------------------- the plan
+PYC = re.compile(r"__pycache__/(\w+)\.cpython-\d+\.pyc$")
+
+
+def opened(trace_log):
+    """The installed collection's files a traced run opened, by their paths in the collection
+    (a compiled module as its source); none when nothing was traced."""
+    files = set()
+    if not os.path.exists(trace_log):
+        return files
+    with open(trace_log) as f:
+        for line in f:
+            path = PYC.sub(r"\1.py", line.strip())
+            if os.path.isfile(os.path.join(INSTALLED, path)):
+                files.add(path)
+    return files
+
+
 def deploy(name, bundle_expr, expect_rc):
+    trace_log = os.path.join(LOGS, name + ".opened")
+    env = dict(operator_env(), PYTHONPATH=os.path.join(HERE, "trace"), TOPSRIDER_TRACE_ROOT=INSTALLED,
+               TOPSRIDER_TRACE_LOG=trace_log)
     rc, out = run(["ansible-playbook", "-i", "inventory.yml", "gcu.topsrider.deploy",
-                   "-e", "topsrider_bundle_dir=%s" % bundle_expr, "-e", "topsrider_python=%s" % PYTHON], name)
+                   "-e", "topsrider_bundle_dir=%s" % bundle_expr, "-e", "topsrider_python=%s" % PYTHON], name, env=env)
     check(rc == expect_rc, "%s: ansible-playbook exited %d, want %d" % (name, rc, expect_rc), tail(out))
+    files = opened(trace_log)
+    uncounted = sorted(files - deploy_count())
+    check(files and not uncounted, "%s opened files of the collection that the count of a deploy's files "
+          "(tests/unit/deploy_walk.py) leaves out" % name, "\n".join(uncounted) or "(none traced)")
+    log("%-26s opened %d files of the collection, each one counted" % (name, len(files)))
     report = printed_block(out, r"Report \| .*print it")
     plain(report, "the %s report" % name)
     return report, out
