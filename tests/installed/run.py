@@ -69,11 +69,11 @@ class Failed(Exception):
     pass
 
 
-def deploy_count():
-    """Every file the static count says a deploy can load (tests/unit/deploy_walk.py)."""
+def deploy_walk():
+    """tests/unit/deploy_walk.py: the count of a deploy's files, and what a traced run opened."""
     sys.path.insert(0, os.path.join(TOP, "tests", "unit"))
-    import deploy_walk  # pylint: disable=import-outside-toplevel
-    return set(path for files in deploy_walk.loaded("deploy.yml").values() for path in files)
+    import deploy_walk as walk  # pylint: disable=import-outside-toplevel
+    return walk
 
 
 def readme():
@@ -229,23 +229,6 @@ def prepare():
 
 
 # ---------------------------------------------------------------- the plan
-PYC = re.compile(r"__pycache__/(\w+)\.cpython-\d+\.pyc$")
-
-
-def opened(trace_log):
-    """The installed collection's files a traced run opened, by their paths in the collection
-    (a compiled module as its source); none when nothing was traced."""
-    files = set()
-    if not os.path.exists(trace_log):
-        return files
-    with open(trace_log) as f:
-        for line in f:
-            path = PYC.sub(r"\1.py", line.strip())
-            if os.path.isfile(os.path.join(INSTALLED, path)):
-                files.add(path)
-    return files
-
-
 def deploy(name, bundle_expr, expect_rc):
     trace_log = os.path.join(LOGS, name + ".opened")
     env = dict(operator_env(), PYTHONPATH=os.path.join(HERE, "trace"), TOPSRIDER_TRACE_ROOT=INSTALLED,
@@ -253,8 +236,9 @@ def deploy(name, bundle_expr, expect_rc):
     rc, out = run(["ansible-playbook", "-i", "inventory.yml", "gcu.topsrider.deploy",
                    "-e", "topsrider_bundle_dir=%s" % bundle_expr, "-e", "topsrider_python=%s" % PYTHON], name, env=env)
     check(rc == expect_rc, "%s: ansible-playbook exited %d, want %d" % (name, rc, expect_rc), tail(out))
-    files = opened(trace_log)
-    uncounted = sorted(files - deploy_count())
+    walk = deploy_walk()
+    files = walk.opened(trace_log, INSTALLED)
+    uncounted = sorted(files - set(path for kind in walk.loaded("deploy.yml").values() for path in kind))
     check(files and not uncounted, "%s opened files of the collection that the count of a deploy's files "
           "(tests/unit/deploy_walk.py) leaves out" % name, "\n".join(uncounted) or "(none traced)")
     log("%-26s opened %d files of the collection, each one counted" % (name, len(files)))

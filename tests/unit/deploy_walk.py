@@ -188,3 +188,20 @@ def loaded(playbook):
             for name in ROLE_SPEC_READ.findall(f.read()):
                 add("role data", "roles/%s/meta/argument_specs.yml" % name)
     return kinds
+
+
+PYC = re.compile(r"__pycache__/(\w+)\.cpython-\d+\.pyc$")
+
+
+def opened(trace_log, root):
+    """The files under `root` that a run traced by tests/installed/trace/sitecustomize.py opened, by
+    their paths under it (a compiled module as its source); none when nothing was traced."""
+    files = set()
+    if not os.path.exists(trace_log):
+        return files
+    with open(trace_log) as f:
+        for line in f:
+            path = PYC.sub(r"\1.py", line.strip())
+            if os.path.isfile(os.path.join(root, path)):
+                files.add(path)
+    return files
