@@ -72,7 +72,7 @@ class Node(object):
 class Exporter(object):
     def __init__(self, node, *extra, **kw):
         argv = [kw.get("python", sys.executable), DAEMON, "--lib", lib(node.tmp), "--listen", "127.0.0.1:0", "--interval", INTERVAL,
-                "--timeout", kw.get("timeout", "0.5"), "--vendor", "enflame", "--tool", kw.get("tool", str(node.tool)),
+                "--timeout", kw.get("timeout", "2"), "--vendor", "enflame", "--tool", kw.get("tool", str(node.tool)),
                 "--pci-root", node.env["SIM_PCI_ROOT"], "--proc-root", kw.get("proc_root", "/proc")] + list(extra)
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=str(node.tmp))
         line = self.line(10)
@@ -201,9 +201,13 @@ def test_a_hung_tool_is_killed_and_the_ages_grow_while_scrapes_answer(node, expo
     rc, log = e.stop()
     assert rc == 0
     states = [line for line in log.splitlines() if "reading" in line]
-    assert len(states) == 2, log  # one line when it fails, one when it recovers
+    # One line when it fails, one when it recovers, never one per reading: the hang's three
+    # timeouts and more are one line. On a loaded machine a later reading may time out too
+    # (efsmi -q slower than 0.3 s); that is a failure and a recovery of their own, in turn.
+    assert len(states) >= 2, log
     assert "reading fails (timeout)" in states[0] and "did not finish within 0.3s" in states[0]
-    assert "reading recovered" in states[1]
+    assert all(("reading fails" in line) == (n % 2 == 0) and ("reading recovered" in line) == (n % 2 == 1)
+               for n, line in enumerate(states)), log
 
 
 def cmdline_has(pid, text):
