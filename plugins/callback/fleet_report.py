@@ -20,6 +20,7 @@ from __future__ import annotations
 DOCUMENTATION = r'''
 name: fleet_report
 type: aggregate
+version_added: 0.3.0
 short_description: Writes the fleet report of a deploy or rollback that lost a node mid-task
 description:
   - At the end of a run of deploy.yml, rollback.yml or verify.yml that wrote its fleet report, rewrites it when

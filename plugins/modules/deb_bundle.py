@@ -118,17 +118,20 @@ options:
         before anything else is read or changed (C(docs/signing.md)); each refusal names the file, the key id and
         what is wrong. Only with O(state=present) and a manifest file (not O(manifest_content)).
     type: path
+    version_added: 0.3.0
   revocations:
     description:
       - The signed revocation list on the node (its signature C(FILE.sig) beside it); needs O(keyring). Refused
         when its signature is not valid, it is malformed, it is older than the newest list this node accepted
         (O(revocations_seen)), or it revokes this release (the list's reason is named).
     type: path
+    version_added: 0.3.0
   revocations_seen:
     description:
       - The node's record of the newest revocation list it accepted (written atomically when a newer one passes;
         C(changed), predicted in check mode). Default C(revocations-seen.json) in O(journal_dir).
     type: path
+    version_added: 0.3.0
 notes:
   - The node must be Debian-based with C(dpkg), C(dpkg-deb) and C(dpkg-query). Must run as root (C(become)).
   - The module waits for the dpkg lock like apt does, takes C(/var/lib/dpkg/lock-frontend) itself and runs dpkg

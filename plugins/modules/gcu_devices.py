@@ -99,15 +99,18 @@ options:
       - Also return RV(processes), every process that holds a card, carries C(LOCAL_RANK) in its environment
         (a launcher's rank) or whose command line matches O(process_match), for a launch check.
     type: bool
+    version_added: 0.2.0
     default: false
   process_match:
     description: A regular expression; processes whose command line matches count for O(processes) too.
     type: str
+    version_added: 0.2.0
   timeout:
     description:
       - Seconds each run of efsmi or C(nvidia-smi) may take. A run that takes longer (a wedged driver
         blocks them forever) is killed and the module fails, naming the tool, the command and the timeout.
     type: int
+    version_added: 0.2.0
     default: 60
 extends_documentation_fragment:
   - gcu.topsrider.attributes

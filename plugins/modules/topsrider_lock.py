@@ -58,11 +58,13 @@ options:
         node's time. Pick it longer than the run holds the lock (in C(deploy.yml), the wait for a drained node
         plus the rollout). Unset, the lock has no lease (only O(break_id) removes it from another controller).
     type: int
+    version_added: 0.3.0
   takeover:
     description:
       - "The action's judgement that the holder with this C(token) is gone (its C(reason) is said): that lock is
         taken over when it still is that holder's. Set by the action, not by a task."
     type: dict
+    version_added: 0.3.0
   timeout:
     description: Seconds to wait for another run's lock (0 to 86400).
     type: int

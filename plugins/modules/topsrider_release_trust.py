@@ -10,7 +10,7 @@ DOCUMENTATION = r'''
 ---
 module: topsrider_release_trust
 short_description: Check a release's signature and the revocation list on the controller, before anything is sent
-version_added: "0.2.0"
+version_added: "0.3.0"
 description:
   - Checks the detached signature C(manifest.json.sig) of a release's C(manifest.json) with C(gpgv) against
     O(keyring); then, with O(revocations), the revocation list's own signature (same keyring), its format, its

@@ -118,22 +118,26 @@ options:
       - Read whether another process (apt, dpkg, unattended-upgrades) holds the dpkg locks now,
         with the same reader C(gcu.topsrider.deb_bundle) takes them with (never waits).
     type: bool
+    version_added: 0.2.0
     default: false
   space:
     description:
       - A directory whose file system's free space is read (its nearest existing parent when it
         does not exist yet), e.g. the bundle cache root before the first deploy.
     type: path
+    version_added: 0.2.0
   system:
     description:
       - Read the node's OS family and architecture (C(/etc/os-release), the kernel's machine name) and its
         local facts (every C(*.fact) JSON file in O(facts_dir), as C(ansible_local) has them), what a deploy's
         preflight would otherwise gather with C(ansible.builtin.setup).
     type: bool
+    version_added: 0.2.0
     default: false
   facts_dir:
     description: Where the local facts are (C(ansible.builtin.setup)'s C(fact_path) default).
     type: path
+    version_added: 0.2.0
     default: /etc/ansible/facts.d
   holders:
     description:
@@ -142,17 +146,20 @@ options:
         (C(/dev/gcu<N>); on NVIDIA nodes C(/dev/nvidia<N>)) with its pid, user, command, cards and
         Slurm job (C(SLURM_JOB_ID) in its environment). Needs root to see other users' processes.
     type: bool
+    version_added: 0.2.0
     default: false
   slurm_node:
     description:
       - The node's Slurm NodeName. When set, read the node as Slurm sees it (C(sinfo) - state, drain
         reason, features) and the jobs Slurm runs on it (C(squeue -w)). Needs the Slurm client commands.
     type: str
+    version_added: 0.2.0
   slurm_jobs:
     description:
       - Job ids whose records are read (C(scontrol show job) - state, restarts, exit code, nodes), e.g. the
         jobs that left a node while a deploy waited for them. Needs O(slurm_node).
     type: list
+    version_added: 0.2.0
     elements: str
     default: []
   slurm_cluster:
@@ -160,10 +167,12 @@ options:
       - Also read every running job of the cluster with its nodes and every node's features, and name the
         jobs whose nodes carry different release features (O(feature_prefix)). Needs O(slurm_node).
     type: bool
+    version_added: 0.2.0
     default: false
   feature_prefix:
     description: The prefix of the node feature that names the deployed release (C(tops_2.5.140)).
     type: str
+    version_added: 0.2.0
     default: tops_
 extends_documentation_fragment:
   - gcu.topsrider.attributes

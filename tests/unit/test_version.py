@@ -12,7 +12,7 @@ from packaging.version import Version
 
 from conftest import TOP, galaxy_version
 
-RELEASE_HISTORY = ("changelogs/", "CHANGELOG.md")
+RELEASE_HISTORY = ("changelogs/", "CHANGELOG.md", "tests/unit/fixtures/released-options.yml")
 
 
 def tracked():
