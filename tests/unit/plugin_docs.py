@@ -58,6 +58,12 @@ def option_sets(docs):
                 for kind, pages in docs.items())
 
 
+class _Dumper(yaml.SafeDumper):
+    """Block style with indented lists, as ansible-lint's yaml rule wants them."""
+    def increase_indent(self, flow=False, indentless=False):
+        return super().increase_indent(flow, False)
+
+
 def load_record():
     with open(RECORD) as f:
         return yaml.safe_load(f)
@@ -75,7 +81,7 @@ def main(argv):
     if version in (yaml.safe_load(text) or {}):
         sys.exit("%s is recorded already" % version)
     with open(RECORD, "a") as f:
-        f.write(yaml.safe_dump({version: sets}, default_flow_style=None, width=120, sort_keys=True))
+        f.write(yaml.dump({version: sets}, Dumper=_Dumper, default_flow_style=False, sort_keys=True))
 
 
 if __name__ == "__main__":
