@@ -28,6 +28,7 @@ help:
 	@echo "make units-2.21 sanity-2.21 molecule-default-2.21  the units, sanity and the default scenario on ansible-core 2.21 (.venv-2.21, Python 3.12; in make test)"
 	@echo "make bench  fleets of 1, 4 and 16 nodes: what each playbook costs (docs/performance.md)"
 	@echo "make fabric-check-test  the fabric scenario alone, with five clean runs (docs/fabric.md; CI runs it with one)"
+	@echo "make importer  galaxy-importer's offline checks on the built tarball (as Galaxy imports it; in make test)"
 	@echo "make installed-test  the built tarball, installed, run as an operator runs it (stock Ansible settings, SSH, cron line)"
 	@echo "make slurm-test  molecule slurm: a real Slurm cluster of simulated nodes, sbatch and the health gate (docs/slurm.md)"
 	@echo "make bench-large  16 nodes, 1 GiB bundle: copying the .run to every node vs the staging alone vs a fresh deploy"
@@ -166,10 +167,10 @@ molecule-default-2.21: venv-2.21 collection-link
 SLOW_SCENARIOS := slurm rollback_truth staging fabric drift dist_launch
 FAST_POOL := make:readme-test make:sanity-2.21 make:units-2.21 fleet make:installed-test make:sanity signing eccl_probe \
              metrics bullseye default make:molecule-default-2.21 make:units nvidia_node gcu_devices bad_input deb_bundle \
-             make:perf-check make:lint
+             make:perf-check make:lint make:importer
 FULL_POOL := slurm rollback_truth fabric make:readme-test make:sanity-2.21 make:units-2.21 staging fleet \
              make:installed-test drift dist_launch make:sanity signing eccl_probe metrics bullseye default make:molecule-default-2.21 \
-             make:units nvidia_node gcu_devices bad_input deb_bundle make:perf-check make:lint
+             make:units nvidia_node gcu_devices bad_input deb_bundle make:perf-check make:lint make:importer
 
 # make molecule: the scenarios of make test's pool alone.
 molecule: setup
@@ -196,6 +197,19 @@ fabric-check-test: setup
 .PHONY: slurm-test
 slurm-test: setup slurm-image
 	MOLECULE_SCENARIOS=slurm scripts/molecule-all.sh
+
+# galaxy-importer, what Galaxy and Automation Hub run on an upload, on the
+# built tarball: its offline checks (scripts/galaxy-importer.sh and .cfg), in a
+# venv of its own (.cache/importer-venv, requirements/importer.txt).
+IMPORTER_VENV := $(CURDIR)/.cache/importer-venv
+$(IMPORTER_VENV)/.stamp: requirements/importer.txt
+	rm -rf $(IMPORTER_VENV)
+	$(PYTHON) -m venv $(IMPORTER_VENV)
+	$(IMPORTER_VENV)/bin/pip install --quiet --no-deps -r requirements/importer.txt
+	touch $@
+.PHONY: importer
+importer: venv $(IMPORTER_VENV)/.stamp
+	@scripts/galaxy-importer.sh
 
 # The README's examples run verbatim against two simulated nodes over SSH
 # (tests/readme/run.py says why a script and not a molecule scenario).

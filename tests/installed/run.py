@@ -2,10 +2,15 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """make installed-test: the collection as an operator installs and runs it.
 
-The tarball `ansible-galaxy collection build` makes, installed with
-`ansible-galaxy collection install` into the operator's default collections
-path (~/.ansible/collections of this test's HOME) by the README's own lines
-(its blocks marked `installed`, run verbatim in a copy of the checkout), then run from an empty
+The README's own install lines (its blocks marked `installed`, in order, run
+verbatim by one bash in a copy of the checkout, with the PATH of a shell that
+has no Ansible yet): a virtualenv at /opt/ansible made by python3 with
+ansible-core and distlib from PyPI, then the tarball `ansible-galaxy collection
+build` makes, installed with that venv's `ansible-galaxy collection install`
+into the operator's default collections path (~/.ansible/collections of this
+test's HOME). /opt/ansible is the README's path: the test makes it only where
+there is none (or one a run of this test left) and removes it at the end.
+The playbooks then run with make setup's pinned venv, from an empty
 working directory that holds only the operator's inventory: no ansible.cfg of
 the project, ANSIBLE_CONFIG and every other ANSIBLE_* variable unset, so
 Ansible's stock callback and result format print what the operator reads.
@@ -61,6 +66,8 @@ PYTHON = "/opt/venvs/train/bin/python"  # the training environment of the simula
 INSTALLED = os.path.join(HOME, ".ansible", "collections", "ansible_collections", "gcu", "topsrider")
 CRON_COLLECTION = "/usr/share/ansible/collections/ansible_collections/gcu/topsrider"  # the cron file's path
 FACTS = "/etc/ansible/facts.d/topsrider.fact"
+# Marks an /opt/ansible this test made (a run killed before its clean-up leaves one).
+OPT_ANSIBLE_OURS = os.path.join(BASE, "opt-ansible-is-ours")
 # What a printed report must not show: JSON's escapes and quoting of a string.
 NOT_PLAIN = re.compile(r'\\n|\\"|"msg"|^\s*"|^\s*- "')
 
@@ -90,10 +97,38 @@ def readme():
 readme_blocks, README = readme()
 
 
-def readme_block(block_id, cwd):
-    """A README block marked `installed`, its text unchanged, with bash in `cwd` as the operator."""
-    (block,) = [b for b in README if b.id == block_id and b.kind == "installed"]
-    return run(["bash", "-euo", "pipefail", "-c", block.script()], "readme-" + block_id, cwd=cwd)
+def readme_venv():
+    """The virtualenv the README's install lines make (`python3 -m venv <dir>` in the block id=venv)."""
+    (block,) = [b for b in README if b.id == "venv" and b.kind == "installed"]
+    m = re.match(r"^python3 -m venv (/\S+)$", block.commands()[0])
+    check(m, "the README's venv block starts with `python3 -m venv <absolute dir>`", block.text)
+    return m.group(1)
+
+
+def remove_readme_venv():
+    venv = readme_venv()
+    if os.path.exists(OPT_ANSIBLE_OURS):
+        shutil.rmtree(venv, ignore_errors=True)
+        os.unlink(OPT_ANSIBLE_OURS)
+
+
+def readme_install(cwd):
+    """The README's blocks marked `installed`, in their order, their text unchanged, as one bash script
+    in `cwd` (the venv block's `export PATH` holds for the lines after it), as an operator whose shell
+    has no Ansible yet: make setup's venv is not on PATH."""
+    blocks = readme_blocks.runnable(README, kinds=("installed",))
+    venv = readme_venv()
+    remove_readme_venv()
+    check(not os.path.lexists(venv), "%s exists and this test did not make it: the README's install lines "
+          "write there; move it away to run the test" % venv)
+    with open(OPT_ANSIBLE_OURS, "w") as f:
+        f.write("made by tests/installed/run.py\n")
+    script = "".join(b.script() for b in README if b.id in blocks)
+    env = operator_env()
+    env["PATH"] = os.pathsep.join(d for d in env["PATH"].split(os.pathsep)
+                                  if os.path.realpath(d) != os.path.realpath(VENV_BIN))
+    env.pop("VIRTUAL_ENV", None)
+    return run(["bash", "-euo", "pipefail", "-c", script], "readme-" + "+".join(blocks), env=env, cwd=cwd)
 
 
 def log(msg):
@@ -190,12 +225,21 @@ def prepare():
         if name and os.path.isfile(os.path.join(TOP, name)):
             os.makedirs(os.path.dirname(os.path.join(checkout, name)), exist_ok=True)
             shutil.copy2(os.path.join(TOP, name), os.path.join(checkout, name))
-    for block_id in readme_blocks.runnable(README, kinds=("installed",)):
-        rc, out = readme_block(block_id, checkout)
-        check(rc == 0, "README block %s" % block_id, tail(out))
+    installs = readme_blocks.runnable(README, kinds=("installed",))
+    check(set(installs) == {"venv", "tarball"}, "the README's install blocks", sorted(installs))
+    rc, out = readme_install(checkout)
+    check(rc == 0, "the README's install lines (blocks %s)" % ", ".join(installs), tail(out))
     check(glob.glob(os.path.join(checkout, "gcu-topsrider-*.tar.gz")) and
           os.path.isfile(os.path.join(INSTALLED, "MANIFEST.json")),
           "after the README's install lines: a tarball, and the collection in ~/.ansible/collections")
+    venv_bin = os.path.join(readme_venv(), "bin")
+    rc, out = run([os.path.join(venv_bin, "ansible-galaxy"), "collection", "list", "gcu.topsrider"],
+                  "readme-venv-list", env=dict(operator_env(), PATH=venv_bin + os.pathsep + "/usr/bin:/bin"))
+    check(rc == 0 and "gcu.topsrider" in out and INSTALLED.rsplit("/ansible_collections", 1)[0] in out,
+          "the README's venv lists the collection it installed", tail(out))
+    rc, out = run([os.path.join(venv_bin, "python"), "-c", "import ansible, sys; print(ansible.__version__, "
+                   "sys.version.split()[0])"], "readme-venv-version")
+    log("the README's venv: ansible-core %s" % out.strip())
 
     fleet("down")
     fleet("up", str(len(NODES)))
@@ -376,6 +420,7 @@ def main():
     finally:
         if not args.keep:
             fleet("down")
+            remove_readme_venv()
     log("the installed collection ran every step in %.0fs" % (time.time() - start))
     return 0
 

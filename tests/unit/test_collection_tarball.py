@@ -149,3 +149,82 @@ def test_the_installed_tools_work(installed):
     assert report["desired"]["version"] == "9.9.9"
     checks = dict((f["check"], f) for f in report["findings"] if f["node"] == "localhost")
     assert checks["tops-sdk version"]["expected"] == "9.9.9-1", report
+
+
+# A Markdown link or image: [text](target) or ![alt](target), the target up to a space or ")".
+LINK_RE = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+def relative_links(text):
+    """The relative link targets of a Markdown text, anchors dropped (URLs with a scheme,
+    mailto: and in-page #anchors are not files)."""
+    out = []
+    for target in LINK_RE.findall(text):
+        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", target) or target.startswith("#"):
+            continue
+        out.append(target.split("#", 1)[0])
+    return out
+
+
+def test_relative_links_on_samples():
+    text = ("[a](docs/x.md) [b](docs/y.md#part) ![c](img/c.png) [d](https://example.invalid/z) "
+            "[e](#here) [f](mailto:a@b) [g](../../docs/roles.md \"title\")")
+    assert relative_links(text) == ["docs/x.md", "docs/y.md", "img/c.png", "../../docs/roles.md"]
+
+
+def shipped_markdown(names):
+    """The Markdown pages an operator reads in the tarball: README.md, the guides and each role's README."""
+    return sorted(n for n in names if re.fullmatch(r"README\.md|docs/[^/]+\.md|roles/[^/]+/README\.md", n))
+
+
+def test_every_relative_link_of_the_shipped_pages_is_in_the_tarball(installed):
+    """Galaxy shows README.md (and each role's) from the tarball: a link there to a file the
+    tarball leaves out (CONTRIBUTING.md, the hardware notes) is dead for everyone who installed it."""
+    names = members(installed["tarball"])
+    pages = shipped_markdown(names)
+    assert "README.md" in pages and "docs/deploy.md" in pages and "roles/tops_sdk/README.md" in pages, pages
+    dead, count = [], 0
+    with tarfile.open(str(installed["tarball"])) as tf:
+        for page in pages:
+            text = tf.extractfile(page).read().decode("utf-8")
+            for target in relative_links(text):
+                count += 1
+                path = os.path.normpath(os.path.join(os.path.dirname(page), target)) if target else page
+                if path not in names:
+                    dead.append("%s: %s (%s)" % (page, target, path))
+    assert count >= 30, count  # the pages do link each other; a parser that finds none proves nothing
+    assert not dead, "links to files the tarball does not hold:\n  " + "\n  ".join(dead)
+
+
+def test_every_role_ships_a_readme_with_its_entry_points_and_an_example(installed):
+    """galaxy-importer refuses a role without README.md (make importer runs it); each README names
+    every entry point of its meta/argument_specs.yml, only variables the role declares or sets, and an
+    example play that uses the role by its FQCN with options its main entry point declares."""
+    import yaml  # pylint: disable=import-outside-toplevel
+    names = members(installed["tarball"])
+    roles = sorted(set(n.split("/")[1] for n in names if n.startswith("roles/") and n.count("/") >= 2))
+    assert len(roles) >= 7, roles
+    with tarfile.open(str(installed["tarball"])) as tf:
+        def read(name):
+            return tf.extractfile(name).read().decode("utf-8")
+        specs = dict((role, yaml.safe_load(read("roles/%s/meta/argument_specs.yml" % role))["argument_specs"])
+                     for role in roles)
+        for role in roles:
+            assert "roles/%s/README.md" % role in names, role
+            text = read("roles/%s/README.md" % role)
+            for entry in specs[role]:
+                assert "| `%s` |" % entry in text, (role, entry)
+            declared = set(opt for spec in specs[role].values() for opt in (spec.get("options") or {}))
+            tasks = "".join(read(n) for n in names if n.startswith("roles/%s/tasks/" % role) and n.endswith(".yml"))
+            named = set(re.findall(r"`(%s_[a-z0-9_]+)`" % role, text))
+            unknown = sorted(n for n in named if n not in declared and not re.search(r"\b{0}:|register: {0}\b".format(n), tasks))
+            assert named and not unknown, (role, unknown)
+            examples = re.findall(r"```yaml\n(.*?)```", text, re.S)
+            assert len(examples) == 1, role
+            plays = yaml.safe_load(examples[0])
+            used = [r["role"] for play in plays for r in play.get("roles", [])]
+            assert "gcu.topsrider.%s" % role in used, (role, used)
+            for entry in (r for play in plays for r in play["roles"]):
+                other = entry["role"].split("gcu.topsrider.", 1)[1]
+                options = set(specs[other]["main"].get("options") or {})
+                assert set(entry) - {"role"} <= options, (role, sorted(set(entry) - {"role"} - options))

@@ -122,9 +122,31 @@ def test_marker_syntax_errors():
 
 
 def test_the_installed_test_runs_the_install_blocks():
-    """The README's tarball lines are marked `installed` and tests/installed/run.py runs every such block."""
+    """The README's venv and tarball lines are marked `installed` and tests/installed/run.py runs every
+    such block: the venv one verbatim too, so what it installs is enough to build (distlib)."""
     installed = readme_blocks.runnable(readme_blocks_of_the_checkout(), kinds=("installed",))
     assert "tarball" in installed and "ansible-galaxy collection install" in installed["tarball"].text
+    assert "venv" in installed and "pip install 'ansible-core" in installed["venv"].text
+    assert "distlib" in installed["venv"].text
     with open(os.path.join(TOP, "tests", "installed", "run.py")) as f:
         text = f.read()
     assert 'readme_blocks.runnable(README, kinds=("installed",))' in text
+
+
+def test_ci_runs_the_readme_s_test_command():
+    """The README's front page names the two commands (make demo, make test) and the command CI
+    runs; .ci/run runs exactly that command, so neither can change without the other."""
+    (block,) = [b for b in readme_blocks_of_the_checkout() if b.id == "commands"]
+    assert block.kind == "skip" and block.reason, "the two commands are not run by the README test (make test runs it)"
+    commands = [line.split("#", 1)[0].strip() for line in block.commands()]
+    assert commands[:2] == ["make demo", "make test"], commands
+    (ci_command,) = commands[2:]
+    assert ci_command.startswith("make test "), ci_command
+    with open(os.path.join(TOP, ".ci", "run")) as f:
+        lines = [line.strip() for line in f if line.strip() and not line.lstrip().startswith("#")]
+    # Everything but the shell's settings and the cd to the checkout is the one command.
+    runs = [line for line in lines if not line.startswith(("set ", "cd ", "#!"))]
+    assert runs == [ci_command], runs
+    with open(os.path.join(TOP, "README.md")) as f:
+        head = "\n".join(f.read().splitlines()[:30])
+    assert "make demo" in head and "make test" in head, "the two commands stand near the top of README.md"
