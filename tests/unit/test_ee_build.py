@@ -46,9 +46,10 @@ def test_the_local_definition_swaps_only_the_base_s_distribution():
     assert local["options"]["package_manager_path"] == "/usr/bin/apt-get"
     assert local["dependencies"]["python_interpreter"] == {"package_system": "python3",
                                                            "python_path": "/opt/ee/bin/python3"}
-    for key in ("images", "options"):
-        local.pop(key), contrib.pop(key)
-    local["dependencies"].pop("python_interpreter"), contrib["dependencies"].pop("python_interpreter")
+    for definition in (local, contrib):
+        for key in ("images", "options"):
+            del definition[key]
+        del definition["dependencies"]["python_interpreter"]
     assert local == contrib
 
 

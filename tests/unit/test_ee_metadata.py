@@ -11,6 +11,7 @@ import ast
 import glob
 import importlib.metadata
 import importlib.util
+import inspect
 import os
 import re
 import subprocess
@@ -105,7 +106,6 @@ def test_the_controller_calls_the_commands_bindep_brings():
         "_signature", os.path.join(TOP, "plugins", "module_utils", "_signature.py"))
     signature = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(signature)
-    import inspect
     assert inspect.signature(signature.verify).parameters["gpgv"].default == "gpgv"
 
 
