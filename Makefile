@@ -34,6 +34,7 @@ help:
 	@echo "make bench-large  16 nodes, 1 GiB bundle: copying the .run to every node vs the staging alone vs a fresh deploy"
 	@echo "make bench-mitogen  the same with Mitogen's strategy (measured, not shipped)"
 	@echo "make bench-verify  verifying the signed 1 GiB bundle against one sha256 pass (docs/performance.md)"
+	@echo "make ee     contrib's execution environment built with ansible-builder on a local base and run (docs/drift.md)"
 	@echo "make bench-exporter  the card exporter on a 16-card node: scrape latency and CPU (docs/performance.md)"
 
 # ---- set-up -----------------------------------------------------------------
@@ -237,6 +238,14 @@ demo: setup
 
 build: venv
 	ansible-galaxy collection build --force --output-path .cache/dist .
+
+# contrib/execution-environment.yml built for real with ansible-builder and
+# this machine's Docker engine, on a local stand-in base (the definition's
+# digest-pinned base is on a registry not reachable here), then run:
+# scripts/ee-build.sh, docs/drift.md. Image topsrider-ee:local.
+.PHONY: ee
+ee: venv docker
+	@scripts/ee-build.sh
 
 clean: fleet-down
 	rm -rf .cache/collections .cache/dist reports .sim
