@@ -29,8 +29,7 @@ import json
 import re
 import shlex
 
-from packaging.version import InvalidVersion, Version
-
+from ansible_collections.gcu.topsrider.plugins.module_utils._pep440 import packaging_source
 from ansible_collections.gcu.topsrider.plugins.module_utils._values import value_problems
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._eccl_settings import settings_problems
 
@@ -90,8 +89,8 @@ def _checks(checks):
 def _version(text):
     """`text` as a PEP 440 version (packaging's, which ansible-core itself depends on), or None."""
     try:
-        return Version(str(text or "").strip())
-    except InvalidVersion:
+        return packaging_source()[1](str(text or "").strip())
+    except ValueError:  # InvalidVersion
         return None
 
 
@@ -123,7 +122,7 @@ def python_problems(raw, host, core_version):
     lines = (raw.get("stdout") or "").strip().split("\n")
     path, version = lines[0].strip(), lines[-1].strip()
     if raw["rc"] == PYTHON_ANSWERED:
-        if _version(version) is not None and _version(version) >= Version(floor):
+        if _version(version) is not None and _version(version) >= _version(floor):
             return []
         found = "%s is %s" % (path, version)
     else:
