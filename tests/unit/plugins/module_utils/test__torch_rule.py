@@ -122,9 +122,8 @@ def test_the_controller_uses_packaging():
 
 def _on_the_floor(mode, flags=()):
     python = find_python(NODE_FLOOR)
-    proc = subprocess.run([python] + list(flags) + ["-c", FLOOR_SCRIPT, RULE_DIR,
-                                                      json.dumps([[v, s] for v, s, _e in KNOWN]), mode],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=120,
+    argv = [python] + list(flags) + ["-c", FLOOR_SCRIPT, RULE_DIR, json.dumps([[v, s] for v, s, _e in KNOWN]), mode]
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=120,
                           check=False)
     assert proc.returncode == 0, proc.stderr
     return python, json.loads(proc.stdout)
