@@ -33,7 +33,7 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._eccl_library import
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._eccl_children import FRAMEWORK_SCRIPT, LIBRARY_SCRIPT
 from ansible_collections.gcu.topsrider.plugins.module_utils._node import C_LOCALE, parse_ldconfig_cache
-from ansible_collections.gcu.topsrider.plugins.module_utils._torch_rule import NoPackagingError
+from ansible_collections.gcu.topsrider.plugins.module_utils._pep440 import NoPackagingError
 from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import VendorError, collective_spec
 
 LEVELS = ("library", "framework", "collective")

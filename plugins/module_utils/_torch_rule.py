@@ -23,9 +23,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gcu.topsrider.plugins.module_utils._pep440 import (  # noqa: F401 (callers catch it here)
-    NoPackagingError, satisfies,
-)
+from ansible_collections.gcu.topsrider.plugins.module_utils._pep440 import satisfies
 
 
 def release_of(version):

@@ -340,7 +340,7 @@ state:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gcu.topsrider.plugins.module_utils._compare import DriftError
-from ansible_collections.gcu.topsrider.plugins.module_utils._torch_rule import NoPackagingError
+from ansible_collections.gcu.topsrider.plugins.module_utils._pep440 import NoPackagingError
 from ansible_collections.gcu.topsrider.plugins.module_utils._state_read import param_problems, read_state
 
 
