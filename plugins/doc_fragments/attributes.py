@@ -25,6 +25,21 @@ attributes:
     description: Linux nodes managed by gcu.topsrider.
 '''
 
+    # Modules that judge an installed torch against a torch_gcu wheel's requirement (module_utils/_torch_rule.py).
+    TORCH_RULE = r'''
+options: {}
+notes:
+  - Whether the installed torch satisfies torch_gcu's torch requirement is PEP 440's rule, decided by the C(packaging)
+    library as C(pip check) decides it for an installed distribution - C(==2.13.0) takes C(2.13.0+cpu) but
+    C(==2.13.0+cpu) does not take C(2.13.0+cu121); an installed pre-release satisfies a range that holds it
+    (C(2.14.0rc1) satisfies C(>=2.13.0)) and is never its release (C(2.13.0rc1) does not satisfy C(>=2.13.0)).
+  - The node's module interpreter (C(ansible_python_interpreter)) provides C(packaging) - its own C(packaging), else
+    pip's vendored copy when pip is installed for it, else the copy in the pip wheel its C(ensurepip) installs into
+    new venvs (C(ensurepip/_bundled), or C(/usr/share/python-wheels) from Debian's C(python3-venv),
+    C(/usr/share/python3-wheels) on Fedora and RHEL). With none of them the module fails, naming the interpreter and
+    the places looked at, before anything changes.
+'''
+
     # Modules that only read the node.
     READ_ONLY = r'''
 options: {}

@@ -33,6 +33,7 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._eccl_library import
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._eccl_children import FRAMEWORK_SCRIPT, LIBRARY_SCRIPT
 from ansible_collections.gcu.topsrider.plugins.module_utils._node import C_LOCALE, parse_ldconfig_cache
+from ansible_collections.gcu.topsrider.plugins.module_utils._pep440 import NoPackagingError
 from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import VendorError, collective_spec
 
 LEVELS = ("library", "framework", "collective")
@@ -249,7 +250,10 @@ def run(module):
                 result["collective"], found = probe_collective(params, python, env, workdir, params["world_size"])
                 problems.extend(found)
             else:
-                result["framework"], found = probe_framework(params, python, env, workdir)
+                try:
+                    result["framework"], found = probe_framework(params, python, env, workdir)
+                except NoPackagingError as e:
+                    module.fail_json(msg="eccl_probe: %s" % e)
                 problems.extend(found)
                 if level >= 2:
                     blocker = collective_blocker(result["framework"], problems, params["backend"])

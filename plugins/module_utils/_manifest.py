@@ -15,6 +15,8 @@ import json
 import os
 import re
 
+from ansible_collections.gcu.topsrider.plugins.module_utils._pep440 import packaging_source, satisfies
+from ansible_collections.gcu.topsrider.plugins.module_utils._torch_rule import torch_requirement
 from ansible_collections.gcu.topsrider.plugins.module_utils._values import value_problem
 
 FORMAT = 1
@@ -233,16 +235,14 @@ def parse_wheel_metadata(text):
 
 
 def python_from_wheel(filename, requires_python=None):
-    """The Python minor version a wheel is for ("3.11"), from Requires-Python
-    (==3.11.*, ~=3.11.0, >=3.11,<3.12) or the file name tag (py311, py3.11, cp311)."""
+    """The Python minor version a wheel is for ("3.11"): the one 3.x whose releases Requires-Python
+    admits (==3.11.*, ~=3.11.0, >=3.11,<3.12; packaging decides), else the file name tag (py311, py3.11,
+    cp311)."""
     if requires_python:
-        m = re.search(r"(?:==|~=)\s*(3\.\d+)", requires_python)
-        if m:
-            return m.group(1)
-        lo = re.search(r">=\s*(3\.\d+)", requires_python)
-        hi = re.search(r"<\s*3\.(\d+)", requires_python)
-        if lo and hi and int(lo.group(1).split(".")[1]) + 1 == int(hi.group(1)):
-            return lo.group(1)
+        minors = [m for m in range(100) if any(satisfies("3.%d.%d" % (m, patch), requires_python)
+                                               for patch in (0, 9999))]
+        if len(minors) == 1:
+            return "3.%d" % minors[0]
     parts = filename[:-len(".whl")].split("-") if filename.endswith(".whl") else []
     if len(parts) >= 5:
         for tag in parts[-3].split("."):
@@ -256,11 +256,12 @@ def python_from_wheel(filename, requires_python=None):
 
 
 def requires_torch(requires_dist):
-    """The exact torch version a wheel requires (torch==X or torch (==X))."""
-    for req in requires_dist:
-        m = re.match(r"^torch\s*\(?\s*==\s*([^\s;,)]+)", req)
-        if m:
-            return m.group(1)
+    """The exact torch version a wheel requires (torch==X or torch (==X), as the torch rule reads
+    Requires-Dist), or None when it names a range or no torch."""
+    spec = torch_requirement(requires_dist)
+    clauses = list(packaging_source()[0](spec)) if spec else []
+    if len(clauses) == 1 and clauses[0].operator == "==" and not clauses[0].version.endswith(".*"):
+        return clauses[0].version
     return None
 
 

@@ -4,7 +4,8 @@
 """A node's Slurm state as a deploy or rollback sees it, and the rules for changing it.
 
 Pure functions (parsers of sinfo, squeue and scontrol output, the drain
-reason's owner, the release feature) and the reads and updates that run them
+reason's owner, the release feature; host lists are Slurm's to expand:
+``scontrol show hostnames``) and the reads and updates that run them
 on a node with the Slurm client (module.run_command, C locale). Used by
 gcu.topsrider.topsrider_state (reads) and gcu.topsrider.topsrider_slurm
 (drain, resume, note, release feature). Runs on the node: Python 3.6+.
@@ -151,40 +152,9 @@ def seconds_left(text):
     return ((days * 24 + hours) * 60 + minutes) * 60 + secs
 
 
-def _split_top(expr):
-    """Split a host list on the commas outside brackets."""
-    items, depth, current = [], 0, ""
-    for ch in expr:
-        depth += 1 if ch == "[" else -1 if ch == "]" else 0
-        if ch == "," and depth == 0:
-            items.append(current)
-            current = ""
-        else:
-            current += ch
-    items.append(current)
-    return [i.strip() for i in items if i.strip()]
-
-
-def _expand_one(item):
-    m = re.match(r"^([^\[]*)\[([^\]]*)\](.*)$", item)
-    if not m:
-        return [item]
-    prefix, ranges, rest = m.groups()
-    out = []
-    for rng in ranges.split(","):
-        lo, sep, hi = rng.strip().partition("-")
-        values = [str(i).zfill(len(lo)) for i in range(int(lo), int(hi) + 1)] if sep else [lo]
-        for value in values:
-            out.extend(prefix + value + tail for tail in _expand_one(rest))
-    return out
-
-
-def expand_hostlist(expr):
-    """'node[1-3,5],gpu7' -> ['node1', 'node2', 'node3', 'node5', 'gpu7'] (zero padding kept)."""
-    out = []
-    for item in _split_top(expr or ""):
-        out.extend(_expand_one(item))
-    return out
+def parse_hostnames(text):
+    """The names `scontrol show hostnames` prints, one a line."""
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
 
 
 # ---- the release feature ----------------------------------------------------
@@ -201,13 +171,14 @@ def with_release(features, release, prefix=FEATURE_PREFIX):
     return kept + ["%s%s" % (prefix, release)]
 
 
-def jobs_on_two_releases(running, node_features, prefix=FEATURE_PREFIX):
+def jobs_on_two_releases(running, node_features, hostnames, prefix=FEATURE_PREFIX):
     """The running jobs whose nodes carry different release features.
-    running: [{id, nodes (a host list)}]; node_features: {node: [features]}.
+    running: [{id, nodes (a host list)}]; node_features: {node: [features]};
+    hostnames: {host list: [node names]}, as Slurm expands them (read_hostnames).
     A node without a release feature does not count (its release is not known to Slurm)."""
     mixed = []
     for job in running:
-        nodes = expand_hostlist(job.get("nodes"))
+        nodes = hostnames.get(job.get("nodes"), [])
         releases = sorted(set(r for r in (release_of(node_features.get(n), prefix) for n in nodes) if r))
         if len(releases) > 1:
             mixed.append({"id": job["id"], "nodes": nodes, "releases": releases})
@@ -234,6 +205,23 @@ def _checked(module, argv, what):
     if rc != 0:
         raise SlurmError("`%s` failed (rc=%d) while reading %s: %s" % (
             " ".join(argv), rc, what, (err or out or "").strip() or "no output"))
+    return out
+
+
+def read_hostnames(module, host_lists):
+    """{host list: [node names]}: each distinct host list ('n[1-3],m7') as Slurm's own parser expands it
+    (`scontrol show hostnames`, which needs no slurmctld)."""
+    wanted = sorted(set(h for h in host_lists if h))
+    scontrol = _bin(module, "scontrol") if wanted else None
+    out = {}
+    for host_list in wanted:
+        argv = [scontrol, "show", "hostnames", host_list]
+        rc, text, err = _run(module, argv)
+        out[host_list] = parse_hostnames(text) if rc == 0 else []
+        # scontrol says "Invalid hostlist" on stderr and still exits 0: no names is the failure.
+        if not out[host_list]:
+            raise SlurmError("`%s` gave no node names for the host list %s (rc=%d): %s" % (
+                " ".join(argv), host_list, rc, (err or text or "").strip() or "no output"))
     return out
 
 
@@ -274,8 +262,9 @@ def read_cluster(module, prefix=FEATURE_PREFIX):
         job_id, _sep, nodes = line.partition("|")
         if job_id.strip():
             running.append({"id": job_id.strip(), "nodes": nodes.strip()})
+    hostnames = read_hostnames(module, [job["nodes"] for job in running])
     return {"running": running, "features": features,
-            "two_releases": jobs_on_two_releases(running, features, prefix)}
+            "two_releases": jobs_on_two_releases(running, features, hostnames, prefix)}
 
 
 def slurm_state(module, name, job_ids=(), cluster=False, prefix=FEATURE_PREFIX):

@@ -4,13 +4,26 @@
 """The one torch rule: does an installed torch satisfy what a torch_gcu wheel
 requires (its Requires-Dist), and which TopsRider release a torch_gcu
 version was built for. eccl_probe's framework level, torch_gcu_wheel and
-drift judge torch with it. Pure; Python 3.6+.
+drift judge torch with it. Python 3.6+.
+
+The judgement is PEP 440's, made by ``packaging`` (_pep440: the node's own
+packaging, pip's vendored copy or the one in the pip wheel ensurepip brings),
+never by hand: ``SpecifierSet(spec).contains(installed, prereleases=True)``,
+what ``pip check`` asks of an installed distribution. So local labels count
+as PEP 440 says (``==2.13.0`` takes ``2.13.0+cpu``, ``==2.13.0+cpu`` does not
+take ``2.13.0+cu121``), epochs, post-releases, ``~=``, ``===`` and
+``==2.13.*`` are packaging's, and an installed pre-release satisfies a
+specifier whose range holds it (``2.14.0rc1`` satisfies ``>=2.13.0``) but is
+never its release (``1.7.0a0`` is below ``1.7.0``, so ``==1.7.0`` and
+``>=1.7.0`` refuse it).
 """
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import re
+
+from ansible_collections.gcu.topsrider.plugins.module_utils._pep440 import satisfies
 
 
 def release_of(version):
@@ -29,51 +42,11 @@ def torch_requirement(requires):
 
 
 def torch_matches(installed, spec):
-    """Does torch `installed` (e.g. '2.13.0+cpu') satisfy `spec`? None when unknown."""
+    """Does torch `installed` (e.g. '2.13.0+cpu') satisfy `spec` ('==2.13.0', '>=2.0,<3')? None when either is
+    unknown; False when either does not parse as PEP 440. NoPackagingError where this Python has no packaging."""
     if not installed or not spec:
         return None
-    have = release_of(installed)
-    clauses = [c for c in spec.split(",") if c]
-    for clause in clauses:
-        m = re.match(r"^(===|==|!=|>=|<=|~=|>|<)?(.+)$", clause)
-        op, want = m.group(1) or "==", m.group(2)
-        if want.endswith(".*"):
-            prefix = want[:-2]
-            hit = have == prefix or have.startswith(prefix + ".")
-            if (op == "==" and not hit) or (op == "!=" and hit):
-                return False
-            continue
-        want = release_of(want)
-        have_t, want_t = _vtuple(have), _vtuple(want)
-        if op in ("==", "===", "!="):
-            # A pre-release is not its release (1.7.0a0 != 1.7.0), as deploy's preflight and drift judge it.
-            same = have_t == want_t and _prerelease_of(have) == _prerelease_of(want)
-            if same != (op != "!="):
-                return False
-            continue
-        if op == "~=":
-            parts = _vtuple(want, strip=False)
-            ok = have_t >= want_t and _vtuple(have, strip=False)[:len(parts) - 1] == parts[:-1]
-        else:
-            ok = {">=": have_t >= want_t, "<=": have_t <= want_t, ">": have_t > want_t, "<": have_t < want_t}[op]
-        if not ok:
-            return False
-    return True
-
-
-def _prerelease_of(version):
-    """'1.7.0a0' -> 'a0', '2.1.0.dev1' -> '.dev1', '2.13.0' -> ''."""
-    return re.sub(r"^[0-9.]*[0-9]", "", version)
-
-
-def _vtuple(version, strip=True):
-    out = []
-    for part in version.split("."):
-        m = re.match(r"^(\d+)", part)
-        out.append(int(m.group(1)) if m else 0)
-    while strip and len(out) > 1 and out[-1] == 0:
-        out.pop()
-    return tuple(out)
+    return satisfies(installed, spec)
 
 
 def stack_of(torch_gcu_version):

@@ -16,6 +16,7 @@ import re
 import stat
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._atomic import write_atomic
+from ansible_collections.gcu.topsrider.plugins.module_utils._pep440 import NoPackagingError, satisfies
 from ansible_collections.gcu.topsrider.plugins.module_utils._torch_rule import torch_matches
 from ansible_collections.gcu.topsrider.plugins.module_utils._manifest import sha256_file
 from ansible_collections.gcu.topsrider.plugins.module_utils._node import C_LOCALE
@@ -26,11 +27,8 @@ WHEEL_FILE = re.compile(r"^[A-Za-z0-9_.+-]+\.whl\Z")
 # installed or removed (--no-index/--no-deps are also on the command line).
 PIP_ENVIRONMENT = dict(C_LOCALE, PIP_NO_INDEX="1", PIP_NO_DEPS="1", PIP_NO_INPUT="1",
                        PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_ROOT_USER_ACTION="ignore")
-PIP_DRY_RUN = (22, 2)
-
-
-def version_tuple(text):
-    return tuple(int(p) for p in re.findall(r"\d+", str(text or ""))[:3])
+# The pip that has install --dry-run.
+PIP_DRY_RUN = ">=22.2"
 
 
 def choose_wheel(manifest, python):
@@ -123,7 +121,7 @@ def check_staged(module, wheel, wheel_path):
 
 def install(module, p, env, wheel_path, installed, version):
     """pip install of the staged wheel (a dry run in check mode, when pip can); what was done, as a message."""
-    if module.check_mode and not (os.path.isfile(wheel_path) and version_tuple(env["pip"]) >= PIP_DRY_RUN):
+    if module.check_mode and not (os.path.isfile(wheel_path) and satisfies(env["pip"], PIP_DRY_RUN)):
         reason = ("the wheel %s is not staged on this node yet" % wheel_path if not os.path.isfile(wheel_path)
                   else "pip %s has no --dry-run (22.2 or later)" % env["pip"])
         return ("check mode: %s, so pip cannot predict the install; a real run installs torch_gcu %s "
@@ -199,7 +197,7 @@ def restore(module, p, env):
     argv = [p["pip"], "install", "--no-index", "--no-deps"] + (
         ["--find-links", p["find_links"]] if p["find_links"] else [])
     if module.check_mode:
-        if version_tuple(env["pip"]) < PIP_DRY_RUN:
+        if not satisfies(env["pip"], PIP_DRY_RUN):
             return True, ("check mode: pip %s has no --dry-run (22.2 or later), so pip cannot predict it; a real run "
                           "puts back torch_gcu %s (installed now: %s) into %s." % (env["pip"], want, have, p["python"]))
         run_pip(module, argv + ["--dry-run", target])
@@ -256,7 +254,15 @@ def present(module, p, env):
 
 
 def run(module):
-    """The module's work for every state; exits the module."""
+    """The module's work for every state; exits the module. Every version rule (the torch requirement, pip's
+    --dry-run) is packaging's: a node Python without it fails here, before anything changes."""
+    try:
+        _run(module)
+    except NoPackagingError as e:
+        module.fail_json(msg="torch_gcu: %s" % e)
+
+
+def _run(module):
     p = module.params
     if not p["pip"]:
         p["pip"] = os.path.join(os.path.dirname(p["python"]), "pip3")

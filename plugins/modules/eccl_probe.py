@@ -164,6 +164,7 @@ options:
     default: true
 extends_documentation_fragment:
   - gcu.topsrider.attributes
+  - gcu.topsrider.attributes.torch_rule
   - gcu.topsrider.attributes.read_only
 attributes:
   platform:

@@ -176,6 +176,7 @@ options:
     default: tops_
 extends_documentation_fragment:
   - gcu.topsrider.attributes
+  - gcu.topsrider.attributes.torch_rule
   - gcu.topsrider.attributes.read_only
 attributes:
   platform:
@@ -348,6 +349,7 @@ state:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gcu.topsrider.plugins.module_utils._compare import DriftError
+from ansible_collections.gcu.topsrider.plugins.module_utils._pep440 import NoPackagingError
 from ansible_collections.gcu.topsrider.plugins.module_utils._state_read import param_problems, read_state
 
 
@@ -385,6 +387,8 @@ def main():
         result = read_state(module, module.params)
     except DriftError as e:
         module.fail_json(msg="cannot compare with the desired state: %s" % e)
+    except NoPackagingError as e:
+        module.fail_json(msg="topsrider_state: %s" % e)
     module.exit_json(changed=False, **result)
 
 

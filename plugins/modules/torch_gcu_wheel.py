@@ -17,8 +17,7 @@ description:
     pip versions from package metadata, without importing torch), and checks, in this order, naming the first problem
     and its remedy before anything changes - the settings are absolute paths; the interpreter answers and O(pip)
     exists; the bundle's manifest is given or staged; it has a torch_gcu wheel for that C(major.minor); the torch
-    installed there is that wheel's C(requires_torch) (a local label such as C(+cpu) ignored, a pre-release is not
-    its release).
+    installed there satisfies C(==) that wheel's C(requires_torch) (PEP 440's rule, see the notes).
   - With O(state=checked) that is all (a deploy's preflight, on every node before any role changes anything).
   - With O(state=present), when the installed torch_gcu is not the wheel's version - records the previous and new
     version in O(state_file) (before pip runs, so a failed install still knows what to go back to), then, once the
@@ -85,6 +84,7 @@ notes:
     pip cannot predict the install. The import check runs in check mode only when nothing would change.
 extends_documentation_fragment:
   - gcu.topsrider.attributes
+  - gcu.topsrider.attributes.torch_rule
 attributes:
   check_mode:
     support: full

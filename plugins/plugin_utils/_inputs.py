@@ -29,6 +29,7 @@ import json
 import re
 import shlex
 
+from ansible_collections.gcu.topsrider.plugins.module_utils._pep440 import packaging_source
 from ansible_collections.gcu.topsrider.plugins.module_utils._values import value_problems
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._eccl_settings import settings_problems
 
@@ -85,13 +86,19 @@ def _checks(checks):
     return checks
 
 
-def _version_tuple(text):
-    return tuple(int(n) for n in re.findall(r"\d+", text or "")[:3])
+def _version(text):
+    """`text` as a PEP 440 version (packaging's, which ansible-core itself depends on), or None."""
+    try:
+        return packaging_source()[1](str(text or "").strip())
+    except ValueError:  # InvalidVersion
+        return None
 
 
 def core_floor(core_version):
-    """The node Python floor of ansible-core `core_version`'s module code: 3.8 on 2.19, 3.9 on 2.20 and later."""
-    return "3.9" if _version_tuple(core_version)[:2] >= (2, 20) else "3.8"
+    """The node Python floor of ansible-core `core_version`'s module code: 3.8 on 2.19, 3.9 on 2.20 and later
+    (its pre-releases too: 2.20.0rc1 runs 2.20's module code)."""
+    core = _version(core_version)
+    return "3.9" if core is not None and core.release[:2] >= (2, 20) else "3.8"
 
 
 def release_problems(release):
@@ -115,12 +122,12 @@ def python_problems(raw, host, core_version):
     lines = (raw.get("stdout") or "").strip().split("\n")
     path, version = lines[0].strip(), lines[-1].strip()
     if raw["rc"] == PYTHON_ANSWERED:
-        if version and _version_tuple(version) >= _version_tuple(floor):
+        if _version(version) is not None and _version(version) >= _version(floor):
             return []
         found = "%s is %s" % (path, version)
     else:
         found = "could not be run (%s)" % (raw["stderr"] if "stderr" in raw else raw.get("msg", "")).strip()
-    major, minor = (list(_version_tuple(core_version)) + [0, 0])[:2]
+    major, minor = (list(_version(core_version).release if _version(core_version) else ()) + [0, 0])[:2]
     return ["the node's Python %s; gcu.topsrider needs Python %s or newer on managed nodes (the floor of the module "
             "code of ansible-core %d.%d, which runs this play). Install a newer Python on the node and point "
             "ansible_python_interpreter at it. No module was sent to %s." % (found, floor, major, minor, host)]

@@ -7,8 +7,16 @@ Nothing in the archive is ever executed: the shell header is parsed as text
 (the variables makeself 2.4.x writes: label, skip, filesizes, totalsize, MD5,
 SHA, CRCsum and the decompression command of MS_Decompress), the payload is
 checked against makeself's own MD5/SHA256 checksums, and its tar stream is
-unpacked with Python's tarfile after checking every member (no absolute
-paths, no `..`, no links out of the tree, no device files).
+unpacked with Python's tarfile after checking every member: no absolute
+path and no `..` in a name, each member listed once, a hard link only to a
+file of the archive (checked here), and nothing written or pointing out of
+the tree through a link, no links to absolute paths, no device files or
+fifos (tarfile's own ``data`` filter, ``tarfile.data_filter``, decides these
+where the Python has it: 3.12, and 3.8.17, 3.9.17, 3.10.12 and 3.11.4 on;
+Debian bookworm's 3.11.2 has not, so there the same rules are checked here).
+After unpacking, every symlink must still resolve inside the tree (a link
+that was dangling when written may lead out once later members exist, which
+neither check sees).
 
 Pure Python 3.6+, no ansible imports: scripts/topsrider-manifest loads it by
 path on the controller.
@@ -206,35 +214,66 @@ def _inside(root, path):
     return path == root or path.startswith(root + os.sep)
 
 
+def _hand_filter(root, member):
+    """What tarfile's data filter refuses, for a Python without it (same rules, our messages)."""
+    name = member.name
+    if member.ischr() or member.isblk() or member.isfifo() or member.isdev():
+        raise MakeselfError("member %r: device or fifo; refusing" % name)
+    if not _inside(root, os.path.realpath(os.path.dirname(os.path.join(root, os.path.normpath(name))))):
+        raise MakeselfError("member %r: its directory leads out of the archive through a link" % name)
+    if member.issym():
+        if os.path.isabs(member.linkname):
+            raise MakeselfError("member %r: symlink to the absolute path %r" % (name, member.linkname))
+        parent = os.path.realpath(os.path.dirname(os.path.join(root, os.path.normpath(name))))
+        if not _inside(root, os.path.realpath(os.path.join(parent, member.linkname))):
+            raise MakeselfError("member %r: symlink %r points out of the archive" % (name, member.linkname))
+    if member.islnk() and (os.path.isabs(member.linkname)
+                           or not _inside(root, os.path.realpath(os.path.join(root, member.linkname)))):
+        raise MakeselfError("member %r: hard link to %r, not a file of the archive" % (name, member.linkname))
+
+
+def _data_filter(root, member):
+    """tarfile's data filter (PEP 706) decides; its refusal, in the words of _hand_filter."""
+    name = member.name
+    try:
+        DATA_FILTER(member, root)
+    except tarfile.SpecialFileError:
+        raise MakeselfError("member %r: device or fifo; refusing" % name)
+    except tarfile.AbsoluteLinkError:
+        raise MakeselfError("member %r: %s to the absolute path %r" % (
+            name, "symlink" if member.issym() else "hard link", member.linkname))
+    except tarfile.LinkOutsideDestinationError:
+        if member.issym():
+            raise MakeselfError("member %r: symlink %r points out of the archive" % (name, member.linkname))
+        raise MakeselfError("member %r: hard link to %r, not a file of the archive" % (name, member.linkname))
+    except tarfile.FilterError as e:   # OutsideDestinationError: a name through a link
+        raise MakeselfError("member %r: its directory leads out of the archive through a link (%s)" % (name, e))
+
+
+# tarfile's data filter where this Python has it (PEP 706), else None: _hand_filter checks the same.
+DATA_FILTER = getattr(tarfile, "data_filter", None)
+
+
 def _check_member(root, member):
-    """Refuse a tar member that would write or point outside `root`."""
+    """Refuse a tar member that would write or point outside `root`; its normalised name."""
     name = member.name
     norm = os.path.normpath(name)
+    # Stricter than the data filter, which strips a leading / and takes a '..' that stays inside.
     if name.startswith("/") or os.path.isabs(norm) or norm == ".." or norm.startswith(".." + os.sep):
         raise MakeselfError("member %r: absolute path or '..' out of the archive" % name)
     if ".." in name.replace("\\", "/").split("/"):
         raise MakeselfError("member %r: path with '..'" % name)
-    if member.ischr() or member.isblk() or member.isfifo() or member.isdev():
-        raise MakeselfError("member %r: device or fifo; refusing" % name)
+    if DATA_FILTER is not None:
+        _data_filter(root, member)
+    else:
+        _hand_filter(root, member)
     if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
         raise MakeselfError("member %r: unsupported tar member type %r" % (name, member.type))
     dest = os.path.join(root, norm)
-    parent = os.path.realpath(os.path.dirname(dest))
-    if not _inside(root, parent):
-        raise MakeselfError("member %r: its directory leads out of the archive through a link" % name)
     if os.path.lexists(dest) and not (member.isdir() and os.path.isdir(dest) and not os.path.islink(dest)):
         raise MakeselfError("member %r: listed twice" % name)
-    if member.issym():
-        if os.path.isabs(member.linkname):
-            raise MakeselfError("member %r: symlink to the absolute path %r" % (name, member.linkname))
-        if not _inside(root, os.path.realpath(os.path.join(parent, member.linkname))):
-            raise MakeselfError("member %r: symlink %r points out of the archive" % (name, member.linkname))
-    if member.islnk():
-        target = os.path.normpath(member.linkname)
-        full = os.path.realpath(os.path.join(root, target))
-        if os.path.isabs(target) or target.startswith("..") or not _inside(root, full) \
-                or not os.path.isfile(full):
-            raise MakeselfError("member %r: hard link to %r, not a file of the archive" % (name, member.linkname))
+    if member.islnk() and not os.path.isfile(os.path.realpath(os.path.join(root, os.path.normpath(member.linkname)))):
+        raise MakeselfError("member %r: hard link to %r, not a file of the archive" % (name, member.linkname))
     return norm
 
 

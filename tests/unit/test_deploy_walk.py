@@ -133,8 +133,11 @@ def test_the_walk_follows_imports_and_counts_a_file_once(tmp_path, monkeypatch):
 # been counted (+3); the argument specs of bundle_stage, tops_sdk and
 # torch_gcu had, though no include of a deploy validates them
 # (rolespec_validate: false) and nothing else reads them (-3).
+# 98: module_utils/_pep440.py, where a node's version rules find packaging
+# (packaging decides, not a hand-written comparison); its own file, since
+# _wheel (pip's --dry-run) and _manifest use it for versions other than torch's.
 # The issue asks for at most 40. The test keeps it from rising.
-DEPLOY_LOADS = 97
+DEPLOY_LOADS = 98
 
 
 def test_every_file_a_deploy_loads_is_counted():

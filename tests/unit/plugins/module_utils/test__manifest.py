@@ -124,6 +124,8 @@ def test_wheel_metadata():
     assert m.requires_torch(meta["requires_dist"]) == "2.13.0"
     assert m.requires_torch(["torch (==1.10.0)"]) == "1.10.0"
     assert m.requires_torch(["torch>=1"]) is None
+    assert m.requires_torch(["torch==2.13.*"]) is None and m.requires_torch(["torchvision==0.1"]) is None
+    assert m.requires_torch(["torch == 2.13.0+cpu ; python_version >= '3.8'"]) == "2.13.0+cpu"
 
 
 @pytest.mark.parametrize("name,req,python", [
@@ -133,6 +135,11 @@ def test_wheel_metadata():
     ("x-1-cp38-cp38-linux_x86_64.whl", None, "3.8"),
     ("x-1-py3-none-any.whl", ">=3.8,<3.9", "3.8"),
     ("x-1-py3-none-any.whl", ">=3.8", None),
+    ("x-1-py3-none-any.whl", "~=3.11.0", "3.11"),
+    ("x-1-py3-none-any.whl", ">=3.11.4,<3.12", "3.11"),
+    ("x-1-py3-none-any.whl", "~=3.11", None),          # 3.11 and every later 3.x
+    ("torch_gcu-2.13.0+2.5.136-py311-none-any.whl", "~=3.11", "3.11"),   # then the tag decides
+    ("x-1-py3-none-any.whl", "not a specifier", None),
 ])
 def test_python_from_wheel(name, req, python):
     assert m.python_from_wheel(name, req) == python

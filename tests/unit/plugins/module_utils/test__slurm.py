@@ -1,9 +1,14 @@
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """module_utils/_slurm.py: Slurm's output as a deploy reads it (sinfo, squeue,
-scontrol, as Debian's Slurm 22.05 prints them), who owns a drain, the release
+scontrol, as Debian's Slurm 22.05 prints them; host lists expanded by the real
+scontrol), who owns a drain, the release
 feature, and the plan of a run's drain, note and resume: never over a drain
 someone else set."""
+import os
+import shutil
+import subprocess
+
 import pytest
 
 from ansible_collections.gcu.topsrider.plugins.module_utils import _slurm as slurm
@@ -72,15 +77,78 @@ def test_stopped_from_outside(record, before, stopped):
     assert slurm.stopped_from_outside(record, before) is stopped
 
 
-@pytest.mark.parametrize("expr, names", [
+@pytest.mark.parametrize("text, names", [
+    ("slurm-node1\nslurm-node2\n", ["slurm-node1", "slurm-node2"]),
+    ("a01\na02\n\n", ["a01", "a02"]),
+    ("", []),
+])
+def test_parse_hostnames(text, names):
+    assert slurm.parse_hostnames(text) == names
+
+
+# Host lists as Slurm's own parser (Debian's scontrol, no slurmctld needed) expands them.
+# scontrol reads a slurm.conf first: the units give it one of their own (with none it asks DNS for one).
+SLURM_CONF = "ClusterName=units\nSlurmctldHost=localhost\n"
+HOSTLISTS = [
     ("slurm-node[1-2]", ["slurm-node1", "slurm-node2"]),
     ("a[01-03,5],b7", ["a01", "a02", "a03", "a5", "b7"]),
     ("c[1-2]x[3-4]", ["c1x3", "c1x4", "c2x3", "c2x4"]),
     ("t20-node-3", ["t20-node-3"]),
-    ("", []),
-])
-def test_expand_hostlist(expr, names):
-    assert slurm.expand_hostlist(expr) == names
+    ("n[1-3],m[01-02]", ["n1", "n2", "n3", "m01", "m02"]),
+]
+
+
+class Module(object):
+    """Just what read_hostnames uses of an AnsibleModule, running the real commands."""
+
+    def __init__(self):
+        self.calls = []
+
+    def get_bin_path(self, name, required=False):
+        return shutil.which(name)
+
+    def run_command(self, argv, environ_update=None):
+        assert isinstance(argv, list) and environ_update == slurm.C_LOCALE
+        self.calls.append(argv)
+        proc = subprocess.run(argv, env=dict(os.environ, **environ_update), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True, check=False)
+        return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.fixture
+def slurm_conf(tmp_path, monkeypatch):
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(SLURM_CONF)
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+
+
+def test_host_lists_are_expanded_by_the_real_scontrol(slurm_conf):
+    assert shutil.which("scontrol"), "this test needs Debian's slurm-client (make setup installs it)"
+    module = Module()
+    got = slurm.read_hostnames(module, [h for h, _names in HOSTLISTS] + ["slurm-node[1-2]", ""])
+    assert got == dict(HOSTLISTS)
+    # one call per distinct host list, none for an empty one
+    assert sorted(c[3] for c in module.calls) == sorted(h for h, _names in HOSTLISTS)
+    assert all(c[1:3] == ["show", "hostnames"] for c in module.calls)
+
+
+def test_a_host_list_scontrol_refuses_names_the_command(slurm_conf):
+    assert shutil.which("scontrol"), "this test needs Debian's slurm-client (make setup installs it)"
+    # scontrol prints "Invalid hostlist" and exits 0
+    with pytest.raises(slurm.SlurmError) as e:
+        slurm.read_hostnames(Module(), ["n1", "n[3-1]"])
+    assert str(e.value) == ("`%s show hostnames n[3-1]` gave no node names for the host list n[3-1] (rc=0): "
+                            "scontrol: error: _parse_single_range: Invalid range: `3-1'\nInvalid hostlist: n[3-1]"
+                            % shutil.which("scontrol"))
+
+
+def test_no_scontrol_is_named():
+    module = Module()
+    module.get_bin_path = lambda name, required=False: None
+    with pytest.raises(slurm.SlurmError) as e:
+        slurm.read_hostnames(module, ["n[1-2]"])
+    assert str(e.value).startswith("scontrol not found: this node has no Slurm client")
+    assert slurm.read_hostnames(module, ["", ""]) == {}
 
 
 # ---------------------------------------------------------------- reasons and features
@@ -113,7 +181,8 @@ def test_release_feature_keeps_the_others():
 def test_jobs_on_two_releases():
     features = {"n1": ["tops_2.5.140"], "n2": ["tops_2.5.140", "ib"], "n3": ["tops_2.5.136"], "n4": []}
     running = [{"id": "1", "nodes": "n[1-2]"}, {"id": "2", "nodes": "n[2-3]"}, {"id": "3", "nodes": "n3,n4"}]
-    assert slurm.jobs_on_two_releases(running, features) == [
+    hostnames = {"n[1-2]": ["n1", "n2"], "n[2-3]": ["n2", "n3"], "n3,n4": ["n3", "n4"]}
+    assert slurm.jobs_on_two_releases(running, features, hostnames) == [
         {"id": "2", "nodes": ["n2", "n3"], "releases": ["2.5.136", "2.5.140"]}]
 
 

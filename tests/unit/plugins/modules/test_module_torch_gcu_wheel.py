@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from ansible.module_utils import basic
+from ansible_collections.gcu.topsrider.plugins.module_utils import _pep440
 from ansible_collections.gcu.topsrider.plugins.modules import torch_gcu_wheel
 
 from utils import AnsibleExitJson, AnsibleFailJson, exit_json, fail_json, set_module_args
@@ -181,6 +182,11 @@ def test_an_upgrade_records_the_wheel_the_previous_version_came_from(node):
     ("a pre-release is not its release", lambda n: (n.env(torch="1.7.0a0"),
                                                     n.manifest(dict(WHEEL_311, requires_torch="1.7.0"))), {},
      ["needs torch==1.7.0", "torch 1.7.0a0"]),
+    ("another local label", lambda n: (n.env(torch="2.13.0+cu121"),
+                                       n.manifest(dict(WHEEL_311, requires_torch="2.13.0+cpu"))), {},
+     ["needs torch==2.13.0+cpu", "torch 2.13.0+cu121"]),
+    ("a post-release is not its release", lambda n: n.env(torch="2.13.0.post1"), {},
+     ["needs torch==2.13.0", "torch 2.13.0.post1"]),
     ("missing interpreter", lambda n: None, {"python": "/opt/venvs/missing/bin/python"},
      ["/opt/venvs/missing/bin/python does not exist", "Set torch_gcu_python"]),
     ("missing pip", lambda n: None, {"pip": "/nonexistent/pip3"}, ["/nonexistent/pip3 does not exist"]),
@@ -197,6 +203,18 @@ def test_refusals_name_the_problem_and_change_nothing(node, case, setup, args, w
     assert result.get("failed"), case
     for word in words:
         assert word in result["msg"], (case, result["msg"])
+    assert node.installed() is None and node.pip_calls() == [] and not os.path.exists(node.state_file)
+
+
+@pytest.mark.parametrize("state", ["checked", "present"])
+def test_a_node_python_without_packaging_is_refused_naming_why(node, monkeypatch, state):
+    def none():
+        raise _pep440.NoPackagingError("the version rules need PEP 440's packaging library, and the node's Python "
+                                       "/usr/bin/python3 (3.11.2) has none")
+    monkeypatch.setattr(_pep440, "packaging_source", none)
+    result = node.run(state=state)
+    assert result.get("failed") and result["msg"].startswith(
+        "torch_gcu: the version rules need PEP 440's packaging library, and the node's Python /usr/bin/python3"), result
     assert node.installed() is None and node.pip_calls() == [] and not os.path.exists(node.state_file)
 
 

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """gcu.topsrider.topsrider_slurm and topsrider_state's Slurm read against a fake
 Slurm that keeps node state the way slurmctld does (sinfo, squeue, scontrol
-update and show job, as Debian's Slurm 22.05 prints them): a drain by someone
+update, show job and show hostnames, as Debian's Slurm 22.05 prints them): a drain by someone
 else is never resumed or overwritten, check mode changes nothing, and no
 command but sinfo, squeue and scontrol update/show ever runs (nothing cancels,
 requeues or signals a job)."""
@@ -26,6 +26,7 @@ class FakeSlurm(object):
         self.jobs = list(jobs)
         self.records = dict(records or {})
         self.running = [("9", "n[1-2]")]
+        self.hostnames = {"n[1-2]": ["n1", "n2"]}
         self.calls = []
         self.fail_update = None
 
@@ -54,6 +55,8 @@ class FakeSlurm(object):
                 return 1, "", "slurm_load_jobs error: Invalid job id specified\n"
             return 0, "JobId=%s JobName=train JobState=%s Restarts=%d ExitCode=0:0 NodeList=n1\n" % (
                 argv[4], rec[0], rec[1]), ""
+        if tool == "scontrol" and argv[1:3] == ["show", "hostnames"]:
+            return 0, "".join(n + "\n" for n in self.hostnames[argv[3]]), ""
         if tool == "scontrol" and argv[1] == "update":
             if self.fail_update:
                 return 1, "", self.fail_update

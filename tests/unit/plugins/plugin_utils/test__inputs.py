@@ -48,7 +48,8 @@ def test_sound_inputs_pass():
     assert input_problems({"checks": ["release"], "release": {"installer": None}}, "2.19.14") == []
 
 
-@pytest.mark.parametrize("core, floor", [("2.19.14", "3.8"), ("2.20.0", "3.9"), ("2.21.1", "3.9"), ("2.18.3", "3.8")])
+@pytest.mark.parametrize("core, floor", [("2.19.14", "3.8"), ("2.20.0", "3.9"), ("2.21.1", "3.9"), ("2.18.3", "3.8"),
+                                         ("2.20.0rc1", "3.9"), ("2.20.0.dev0", "3.9"), ("2.19.0b2", "3.8")])
 def test_the_floor_is_the_running_cores(core, floor):
     assert core_floor(core) == floor
 
@@ -70,6 +71,7 @@ def test_a_python_below_the_floor_is_named(result, core, sentence):
 @pytest.mark.parametrize("result", [
     raw(0, "/usr/bin/python3.8\n3.8.20\n"),          # 2.19's floor is 3.8
     raw(0, "/usr/bin/python3.10\n3.10.12\n"),        # 3.10 is not below 3.8 (numbers, not text)
+    raw(0, "/usr/bin/python3.14\n3.14.0rc2\n"),      # a pre-release of a newer Python is above the floor
     raw(255, "", "ssh: connect to host: Connection refused"),  # the connection's: reported as unreachable later
     {"skipped": True, "changed": False},            # not checked
     None,
