@@ -2,14 +2,17 @@
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Monitoring filters: the Prometheus file_sd scrape targets of a group's
-hosts (playbooks/monitoring_targets.yml). The decisions live in
+hosts (playbooks/monitoring_targets.yml), and where the drift and fabric
+checks write their node_exporter textfile. The decisions live in
 plugins/plugin_utils/_monitoring.py (pure, unit-tested); this file only picks
 the few host variables they read out of hostvars."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import guarded_filters, plain
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import deferred, guarded_filters, plain
+
+textfile_path = deferred("plugin_utils._monitoring.textfile_path")
 
 
 def topsrider_scrape_targets(hosts, hostvars, group, card_defaults, node_exporter=True):
@@ -25,6 +28,12 @@ def topsrider_scrape_targets(hosts, hostvars, group, card_defaults, node_exporte
     return scrape_targets(hosts, picked, group, card_defaults, node_exporter)
 
 
+def topsrider_textfile_path(explicit, kind, textfile_dir=None):
+    """The textfile of the drift or fabric check: topsrider_<kind>_textfile, or one in topsrider_textfile_dir."""
+    return textfile_path(kind, explicit, textfile_dir)
+
+
 class FilterModule(object):
     def filters(self):
-        return guarded_filters({"topsrider_scrape_targets": topsrider_scrape_targets})
+        return guarded_filters({"topsrider_scrape_targets": topsrider_scrape_targets,
+                                "topsrider_textfile_path": topsrider_textfile_path})

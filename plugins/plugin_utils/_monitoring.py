@@ -100,3 +100,42 @@ def scrape_targets(hosts, host_vars, group, card_defaults, node_exporter=True):
             seen[target] = host
             jobs[job].append({"targets": [target], "labels": {"node": str(host), "group": str(group)}})
     return jobs
+
+
+# node_exporter's textfile directory as Debian's prometheus-node-exporter
+# package sets it (its --collector.textfile.directory default): the collection
+# supports Debian-family nodes and controllers. The prometheus.prometheus
+# collection's node_exporter role uses /var/lib/node_exporter instead; set
+# topsrider_textfile_dir to that there.
+TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"
+_KINDS = ("drift", "fabric")
+
+
+def textfile_path(kind, explicit=None, textfile_dir=None, isdir=None):
+    """Where the drift or fabric check writes its Prometheus textfile on the
+    controller, or "" (none):
+
+    - explicit (topsrider_<kind>_textfile) when given: an absolute path ending
+      in .prom (node_exporter's textfile collector reads only *.prom);
+    - else <textfile_dir>/topsrider_<kind>.prom when that directory exists
+      (textfile_dir: topsrider_textfile_dir, TEXTFILE_DIR when None; "" turns
+      the default off), so a controller without node_exporter gets none;
+    - else "".
+    isdir: os.path.isdir, replaceable in tests."""
+    if kind not in _KINDS:
+        raise ValueError("kind is one of %s, got %r" % (", ".join(_KINDS), kind))
+    if explicit not in (None, ""):
+        path = str(explicit)
+        if not path.startswith("/") or not path.endswith(".prom"):
+            raise ValueError("topsrider_%s_textfile is an absolute path ending in .prom (node_exporter's textfile "
+                             "collector reads only *.prom files), got %r" % (kind, explicit))
+        return path
+    directory = TEXTFILE_DIR if textfile_dir is None else str(textfile_dir)
+    if directory == "":
+        return ""
+    if not directory.startswith("/"):
+        raise ValueError("topsrider_textfile_dir is an absolute path (or empty: no textfile), got %r" % (textfile_dir,))
+    if isdir is None:
+        import os.path
+        isdir = os.path.isdir
+    return "%s/topsrider_%s.prom" % (directory.rstrip("/") or "", kind) if isdir(directory) else ""

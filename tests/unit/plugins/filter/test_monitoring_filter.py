@@ -25,7 +25,7 @@ def monitoring_keys():
 
 
 def test_registered():
-    assert sorted(FILTERS) == ["topsrider_scrape_targets"]
+    assert sorted(FILTERS) == ["topsrider_scrape_targets", "topsrider_textfile_path"]
 
 
 def test_reads_only_what_it_needs():
@@ -41,3 +41,10 @@ def test_errors_are_filter_errors():
         FILTERS["topsrider_scrape_targets"](["n1"], {"n1": Lazy(card_exporter_port="x")}, "t20", DEFAULTS)
     with pytest.raises(AnsibleFilterError, match="a list of inventory host names"):
         FILTERS["topsrider_scrape_targets"]("n1", {}, "t20", DEFAULTS)
+
+
+def test_textfile_path(tmp_path):
+    assert FILTERS["topsrider_textfile_path"]("", "drift", str(tmp_path)) == str(tmp_path) + "/topsrider_drift.prom"
+    assert FILTERS["topsrider_textfile_path"]("/x/y.prom", "fabric") == "/x/y.prom"
+    with pytest.raises(AnsibleFilterError, match="topsrider_textfile_path: topsrider_drift_textfile is an absolute"):
+        FILTERS["topsrider_textfile_path"]("y.txt", "drift")

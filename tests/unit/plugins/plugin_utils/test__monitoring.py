@@ -76,3 +76,37 @@ def test_bad_input_names_the_host(hv, message):
 def test_an_empty_group_is_an_error():
     with pytest.raises(mon.TargetsError, match="no host in group 't20'"):
         mon.scrape_targets([], {}, "t20", ROLE)
+
+
+DEBIAN = "/var/lib/prometheus/node-exporter"
+
+
+@pytest.mark.parametrize("kind, explicit, directory, exists, expected", [
+    # Debian's prometheus-node-exporter directory by default, where it exists
+    ("drift", None, None, {DEBIAN}, DEBIAN + "/topsrider_drift.prom"),
+    ("fabric", "", None, {DEBIAN}, DEBIAN + "/topsrider_fabric.prom"),
+    ("drift", None, None, set(), ""),
+    # the prometheus.prometheus collection's directory, set by the operator
+    ("drift", "", "/var/lib/node_exporter/", {"/var/lib/node_exporter/"}, "/var/lib/node_exporter/topsrider_drift.prom"),
+    ("drift", "", "", {DEBIAN}, ""),
+    # a file given wins, whether a directory exists or not
+    ("fabric", "/srv/x/topsrider_fabric.prom", None, set(), "/srv/x/topsrider_fabric.prom"),
+])
+def test_textfile_path(kind, explicit, directory, exists, expected):
+    assert mon.textfile_path(kind, explicit, directory, isdir=lambda d: d in exists) == expected
+
+
+@pytest.mark.parametrize("kind, explicit, directory, message", [
+    ("drift", "topsrider_drift.prom", None, "topsrider_drift_textfile is an absolute path ending in .prom"),
+    ("fabric", "/var/lib/prometheus/node-exporter/fabric.txt", None, "topsrider_fabric_textfile is an absolute path"),
+    ("drift", None, "var/lib", "topsrider_textfile_dir is an absolute path"),
+    ("deploy", None, None, "kind is one of drift, fabric"),
+])
+def test_textfile_path_bad_input(kind, explicit, directory, message):
+    with pytest.raises(ValueError, match=message):
+        mon.textfile_path(kind, explicit, directory, isdir=lambda d: True)
+
+
+def test_textfile_path_looks_at_the_real_directory(tmp_path):
+    assert mon.textfile_path("drift", None, str(tmp_path)) == str(tmp_path) + "/topsrider_drift.prom"
+    assert mon.textfile_path("drift", None, str(tmp_path / "none")) == ""
