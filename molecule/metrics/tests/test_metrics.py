@@ -228,8 +228,8 @@ def test_a_hung_tool_is_staleness_not_a_hung_scrape():
         # scrapes never waited on the tool (killed after TIMEOUT): every one since the hang answered, each
         # in less than TIMEOUT (Prometheus's scrape timeout is the 2 s interval, for a loaded machine)
         since = "%ds" % (time.monotonic() - hung)
-        assert value('min_over_time(up{node="%s"}[%s])' % (NODE1, since)) == 1
-        assert value('max_over_time(scrape_duration_seconds{node="%s"}[%s])' % (NODE1, since)) < TIMEOUT
+        assert value('min_over_time(up{job="topsrider-cards",node="%s"}[%s])' % (NODE1, since)) == 1
+        assert value('max_over_time(scrape_duration_seconds{job="topsrider-cards",node="%s"}[%s])' % (NODE1, since)) < TIMEOUT
         # the other node reads on
         assert value('topsrider_card_reading_age_seconds{node="%s",card="0"}' % NODE2) <= INTERVAL + TIMEOUT + SCRAPE
     finally:
@@ -247,11 +247,11 @@ def test_a_rerun_of_the_role_changes_nothing():
 
 def test_a_stopped_exporter_is_down_and_a_drift_finding():
     sh(NODE1, "systemctl stop %s" % UNIT)
-    took = within(SCRAPE + EVALUATION + SLACK, lambda: value('up{node="%s"}' % NODE1) == 0
+    took = within(SCRAPE + EVALUATION + SLACK, lambda: value('up{job="topsrider-cards",node="%s"}' % NODE1) == 0
                   and set(alerts("TopsRiderCardExporterDown", NODE1)) & {"pending", "firing"},
                   "up 0 and TopsRiderCardExporterDown")
     print("exporter down after %.1f s" % took)
-    assert value('up{node="%s"}' % NODE2) == 1
+    assert value('up{job="topsrider-cards",node="%s"}' % NODE2) == 1
     reports = os.path.join(EPH, "drift-reports")
     rc, out = playbook(os.path.join(TOP, "playbooks", "drift.yml"),
                        "-e", "topsrider_bundle_dir=%s" % os.path.join(TOP, ".cache", "bundles", "2.5.136"),
