@@ -9,6 +9,7 @@ filter topsrider_scrape_targets hands over the few host variables it reads."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import os.path
 import re
 
 # The scrape jobs the collection's rules select (contrib/prometheus): the card
@@ -136,6 +137,5 @@ def textfile_path(kind, explicit=None, textfile_dir=None, isdir=None):
     if not directory.startswith("/"):
         raise ValueError("topsrider_textfile_dir is an absolute path (or empty: no textfile), got %r" % (textfile_dir,))
     if isdir is None:
-        import os.path
         isdir = os.path.isdir
     return "%s/topsrider_%s.prom" % (directory.rstrip("/") or "", kind) if isdir(directory) else ""
