@@ -573,6 +573,11 @@ def to_junit(report):
     return xml_document(root)
 
 
+def _bytes_per_second(gbps):
+    """The report's GB/s (10^9 bytes per second, as nccl-tests prints busbw) in the base unit, whole bytes."""
+    return "%d" % round(float(gbps) * 1e9)
+
+
 def to_prometheus(report):
     """The fabric report in Prometheus text format."""
     nodes = report["nodes"]
@@ -581,13 +586,26 @@ def to_prometheus(report):
          [((("node", n["node"]), ("verdict", v)), 1 if n["verdict"] == v else 0) for n in nodes for v in VERDICTS]),
         ("topsrider_fabric_node_ok", "1 when the last fabric check found nothing wrong with the node, else 0.",
          [((("node", n["node"]),), 1 if n["verdict"] == "ok" else 0) for n in nodes]),
-        ("topsrider_fabric_pair_busbw_gbps", "Best all-reduce busbw of the pair in GB/s (-1 when it failed).",
-         [((("a", p["a"]), ("b", p["b"])), "%.6f" % p["busbw_gbps"] if p["busbw_gbps"] is not None else -1)
-          for p in report["pairs"]]),
-        ("topsrider_fabric_median_busbw_gbps", "Median busbw of the pairs' first attempts in GB/s.",
-         [((), "%.6f" % (report["median_busbw_gbps"] or 0))]),
-        ("topsrider_fabric_threshold_gbps", "Busbw below which a pair is slow, GB/s.",
-         [((), "%.6f" % (report["threshold_gbps"] or 0))]),
+        # A pair's outcome is its own series; its bandwidth is there only when it was measured (never a
+        # stand-in value such as -1 that a rule or a panel would read as a bandwidth). A pair that never
+        # ran (a node unreachable or not ready) has neither.
+        ("topsrider_fabric_pair_ok", "1 when the pair's all-reduce passed in the last fabric check, 0 when every "
+         "attempt failed; absent when the pair did not run.",
+         [((("a", p["a"]), ("b", p["b"])), 1 if p["ok"] else 0) for p in report["pairs"] if p["ok"] is not None]),
+        ("topsrider_fabric_pair_slow", "1 when the pair's best busbw stayed below the threshold after its "
+         "retries, else 0; absent when the pair failed or did not run.",
+         [((("a", p["a"]), ("b", p["b"])), 1 if p["slow"] else 0) for p in report["pairs"]
+          if p["ok"] and p["slow"] is not None]),
+        ("topsrider_fabric_pair_busbw_bytes_per_second", "Best all-reduce bus bandwidth of the pair (nccl-tests "
+         "busbw), bytes per second; absent when the pair failed or did not run.",
+         [((("a", p["a"]), ("b", p["b"])), _bytes_per_second(p["busbw_gbps"])) for p in report["pairs"]
+          if p["busbw_gbps"] is not None]),
+        ("topsrider_fabric_median_busbw_bytes_per_second", "Median busbw of the pairs' first attempts, bytes per "
+         "second; absent when no pair passed.",
+         [((), _bytes_per_second(report["median_busbw_gbps"]))] if report["median_busbw_gbps"] is not None else []),
+        ("topsrider_fabric_threshold_busbw_bytes_per_second", "Busbw below which a pair is slow, bytes per second; "
+         "absent when no pair passed.",
+         [((), _bytes_per_second(report["threshold_gbps"]))] if report["threshold_gbps"] is not None else []),
         ("topsrider_fabric_status", "Exit code of the last fabric check: 0 clean, 3 degraded, 4 broken.",
          [((), report["exit_code"])]),
         ("topsrider_fabric_last_check_timestamp_seconds", "When the fabric check finished (Unix time).",

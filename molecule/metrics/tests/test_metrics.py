@@ -140,6 +140,54 @@ def test_prometheus_scrapes_both_nodes_every_card():
            "no alert")
 
 
+FILE_SD = os.path.join(EPH, "prometheus", "file_sd")
+# What the inventory (molecule.yml) says: each node at topsrider_monitoring_address, its exporter's port and
+# its node_exporter port; labels node (the inventory name) and group.
+TARGETS = {("topsrider-cards", "127.0.0.1:19494", NODE1), ("topsrider-cards", "127.0.0.1:19495", NODE2),
+           ("node", "127.0.0.1:19100", NODE1), ("node", "127.0.0.1:19101", NODE2)}
+
+
+def file_sd(directory):
+    out = {}
+    for job in ("topsrider-cards", "node"):
+        with open(os.path.join(directory, job + ".json")) as f:
+            out[job] = json.load(f)
+    return out
+
+
+def test_prometheus_scrapes_the_targets_generated_from_the_inventory():
+    written = file_sd(FILE_SD)
+    assert set((job, g["targets"][0], g["labels"]["node"]) for job, groups in written.items() for g in groups) == TARGETS
+    assert all(len(g["targets"]) == 1 and g["labels"]["group"] == "t20" for gs in written.values() for g in gs)
+    active = api("/api/v1/targets", state="active")["activeTargets"]
+    assert set((t["labels"]["job"], t["labels"]["instance"], t["labels"]["node"]) for t in active) == TARGETS
+    assert all(t["labels"]["group"] == "t20" and t["discoveredLabels"]["__meta_filepath"].startswith(FILE_SD)
+               for t in active)
+    assert sorted(t["health"] for t in active if t["labels"]["job"] == "topsrider-cards") == ["up", "up"]
+
+
+def test_the_targets_playbook_predicts_in_check_mode_and_changes_nothing_the_second_time(tmp_path):
+    out = str(tmp_path / "file_sd")
+    args = ["gcu.topsrider.monitoring_targets", "-e", "topsrider_monitoring_file_sd_dir=" + out]
+
+    def recap(text):
+        line = re.search(r"^localhost\s+:(.*)$", text.split("PLAY RECAP")[-1], re.M)
+        assert line, text
+        return dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)", line.group(1)))
+    rc, text = playbook("--check", *args)
+    assert rc == 0 and recap(text)["changed"] == 2 and not os.path.exists(out), text  # the directory, the files
+    rc, text = playbook(*args)
+    assert rc == 0 and recap(text)["changed"] == 2 and file_sd(out) == file_sd(FILE_SD), text
+    for mode in (["--check"], []):
+        rc, text = playbook(*(mode + args))
+        assert rc == 0 and recap(text)["changed"] == 0, text
+    # a group the inventory lacks: a clear error before anything is written
+    rc, text = playbook(*(args[:1] + ["-e", "topsrider_monitoring_file_sd_dir=%s/other" % tmp_path,
+                                      "-e", "topsrider_monitoring_group=nope"]))
+    assert rc != 0 and "topsrider_monitoring_group a group of the inventory (got nope" in text, text
+    assert not os.path.exists(str(tmp_path / "other"))
+
+
 def test_a_hot_card_with_ecc_errors_and_a_link_at_x8_shows_and_alerts_in_time():
     card = 3
     sel = '{node="%s",card="%d"}' % (NODE1, card)
@@ -180,8 +228,8 @@ def test_a_hung_tool_is_staleness_not_a_hung_scrape():
         # scrapes never waited on the tool (killed after TIMEOUT): every one since the hang answered, each
         # in less than TIMEOUT (Prometheus's scrape timeout is the 2 s interval, for a loaded machine)
         since = "%ds" % (time.monotonic() - hung)
-        assert value('min_over_time(up{node="%s"}[%s])' % (NODE1, since)) == 1
-        assert value('max_over_time(scrape_duration_seconds{node="%s"}[%s])' % (NODE1, since)) < TIMEOUT
+        assert value('min_over_time(up{job="topsrider-cards",node="%s"}[%s])' % (NODE1, since)) == 1
+        assert value('max_over_time(scrape_duration_seconds{job="topsrider-cards",node="%s"}[%s])' % (NODE1, since)) < TIMEOUT
         # the other node reads on
         assert value('topsrider_card_reading_age_seconds{node="%s",card="0"}' % NODE2) <= INTERVAL + TIMEOUT + SCRAPE
     finally:
@@ -199,11 +247,11 @@ def test_a_rerun_of_the_role_changes_nothing():
 
 def test_a_stopped_exporter_is_down_and_a_drift_finding():
     sh(NODE1, "systemctl stop %s" % UNIT)
-    took = within(SCRAPE + EVALUATION + SLACK, lambda: value('up{node="%s"}' % NODE1) == 0
+    took = within(SCRAPE + EVALUATION + SLACK, lambda: value('up{job="topsrider-cards",node="%s"}' % NODE1) == 0
                   and set(alerts("TopsRiderCardExporterDown", NODE1)) & {"pending", "firing"},
                   "up 0 and TopsRiderCardExporterDown")
     print("exporter down after %.1f s" % took)
-    assert value('up{node="%s"}' % NODE2) == 1
+    assert value('up{job="topsrider-cards",node="%s"}' % NODE2) == 1
     reports = os.path.join(EPH, "drift-reports")
     rc, out = playbook(os.path.join(TOP, "playbooks", "drift.yml"),
                        "-e", "topsrider_bundle_dir=%s" % os.path.join(TOP, ".cache", "bundles", "2.5.136"),

@@ -5,6 +5,7 @@ import math
 import xml.etree.ElementTree as ET
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from ansible_collections.gcu.topsrider.plugins.plugin_utils import _fabric as fabric
 
@@ -199,8 +200,43 @@ def test_report_formats():
     prom = fabric.to_prometheus(report)
     assert 'topsrider_fabric_node_verdict{node="n5",verdict="slow"} 1' in prom
     assert 'topsrider_fabric_node_ok{node="n4"} 1' in prom and "topsrider_fabric_status 3" in prom
-    assert 'topsrider_fabric_pair_busbw_gbps{a="n4",b="n5"}' in prom
     json.dumps(report)
+    series = prom_samples(prom)
+    pair = next(p for p in report["pairs"] if (p["a"], p["b"]) == ("n4", "n5"))
+    # bytes per second, the base unit (the report keeps nccl-tests' GB/s)
+    assert series[("topsrider_fabric_pair_busbw_bytes_per_second", (("a", "n4"), ("b", "n5")))] == \
+        pytest.approx(pair["busbw_gbps"] * 1e9, abs=1)
+    assert series[("topsrider_fabric_pair_ok", (("a", "n4"), ("b", "n5")))] == 1
+    assert series[("topsrider_fabric_pair_slow", (("a", "n4"), ("b", "n5")))] == 1
+    assert series[("topsrider_fabric_pair_slow", (("a", "n1"), ("b", "n2")))] == 0
+    assert series[("topsrider_fabric_median_busbw_bytes_per_second", ())] == \
+        pytest.approx(report["median_busbw_gbps"] * 1e9, abs=1)
+    assert series[("topsrider_fabric_threshold_busbw_bytes_per_second", ())] == \
+        pytest.approx(report["threshold_gbps"] * 1e9, abs=1)
+    assert not [k for k, v in series.items() if v < 0]
+
+
+def test_prometheus_a_failed_pair_is_its_own_series_without_a_bandwidth():
+    """A pair that failed: pair_ok 0, no bandwidth and no slow series (never -1); a pair that never ran: nothing;
+    no median or threshold when no pair passed."""
+    pairs = [{"a": "n1", "b": "n2", "ok": False, "slow": None, "busbw_gbps": None},
+             {"a": "n2", "b": "n3", "ok": None, "slow": None, "busbw_gbps": None}]
+    report = {"nodes": [{"node": "n1", "verdict": "broken"}], "pairs": pairs, "median_busbw_gbps": None,
+              "threshold_gbps": None, "exit_code": 4, "timestamp": 100.0}
+    series = prom_samples(fabric.to_prometheus(report))
+    names = set(k[0] for k in series)
+    assert series[("topsrider_fabric_pair_ok", (("a", "n1"), ("b", "n2")))] == 0
+    assert ("topsrider_fabric_pair_ok", (("a", "n2"), ("b", "n3"))) not in series
+    assert not names & {"topsrider_fabric_pair_busbw_bytes_per_second", "topsrider_fabric_pair_slow",
+                        "topsrider_fabric_median_busbw_bytes_per_second",
+                        "topsrider_fabric_threshold_busbw_bytes_per_second"}
+    assert not [k for k, v in series.items() if v < 0]
+
+
+def prom_samples(text):
+    """{(name, sorted labels): value} parsed by prometheus_client (what node_exporter's textfile collector accepts)."""
+    return dict(((s.name, tuple(sorted(s.labels.items()))), s.value)
+                for f in text_string_to_metric_families(text) for s in f.samples)
 
 
 def test_report_formats_broken():
