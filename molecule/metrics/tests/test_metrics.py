@@ -144,8 +144,11 @@ def test_prometheus_scrapes_both_nodes_every_card():
 
 def gate(node, call):
     """Call a function of the Slurm gate (its own job file writer and epilog) on the node, as root."""
-    subprocess.run(["docker", "cp", GATE, "%s:/tmp/topsrider_slurm_gate.py" % node], check=True, timeout=60)
-    sh(node, "python3 -c 'import runpy; g = runpy.run_path(\"/tmp/topsrider_slurm_gate.py\"); g%s'" % call)
+    # through stdin: docker cp cannot write into the container's tmpfs mounts (/tmp, /run)
+    with open(GATE, "rb") as f:
+        subprocess.run(["docker", "exec", "-i", node, "sh", "-c", "cat > /root/topsrider_slurm_gate.py"], input=f.read(),
+                       check=True, timeout=60)
+    sh(node, "python3 -c 'import runpy; g = runpy.run_path(\"/root/topsrider_slurm_gate.py\"); g%s'" % call)
 
 
 def test_the_prolog_job_file_maps_the_job_to_its_cards():
