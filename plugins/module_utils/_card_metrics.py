@@ -8,7 +8,9 @@ A reading is what the collection's own readers make of the vendor's tool
 (``_efsmi.parse_efsmi`` of ``efsmi -q``, ``_nvsmi.parse_query_gpu`` with
 ``attach_processes``), the PCI link attributes the kernel shows under a PCI
 root (``/sys/bus/pci/devices/<bdf>/{current,max}_link_{width,speed}``) and
-the holders ``_holders`` finds in /proc. The daemon
+the Slurm jobs of the job files the prolog writes (``_card_jobs``). No other
+user's process is read: the processes on a card are those the vendor's tool
+lists (nvidia-smi's compute apps). The daemon
 (roles/card_exporter/files/topsrider-card-exporter) runs the tool, keeps the
 newest good entry of each card with its reading time and renders with the
 functions here; nothing here runs a command. A value the source does not give
@@ -26,7 +28,7 @@ import shutil
 from ansible_collections.gcu.topsrider.plugins.module_utils._efsmi import (
     EfsmiParseError, merge_summary_into_query, parse_efsmi,
 )
-from ansible_collections.gcu.topsrider.plugins.module_utils._holders import card_holders, merge_listed
+from ansible_collections.gcu.topsrider.plugins.module_utils._card_jobs import card_jobs
 from ansible_collections.gcu.topsrider.plugins.module_utils._nvsmi import (
     COMPUTE_APPS_FIELDS, QUERY_GPU_FIELDS, NvsmiParseError, attach_processes, parse_compute_apps, parse_query_gpu,
 )
@@ -34,11 +36,11 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import VEND
 
 # The module_utils files the daemon imports (this one and what it reaches): the
 # role installs exactly these under <lib>/ansible_collections/gcu/topsrider/plugins/module_utils/.
-EXPORTER_MODULE_UTILS = ("_card_metrics", "_efsmi", "_holders", "_nvsmi", "_vendors")
+EXPORTER_MODULE_UTILS = ("_card_jobs", "_card_metrics", "_efsmi", "_nvsmi", "_vendors", "_web_config")
 DEFAULT_PORT = 9494
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 CARD_LABELS = ("card", "bus_id")
-ERROR_REASONS = ("timeout", "exit", "parse", "missing_tool", "holders")
+ERROR_REASONS = ("timeout", "exit", "parse", "missing_tool", "jobs")
 
 
 def _m(name, kind, text, labels=CARD_LABELS):
@@ -64,9 +66,11 @@ METRICS = (
     _m("topsrider_card_pcie_link_speed_gts", "gauge", "PCIe link speed now in GT/s (sysfs current_link_speed)."),
     _m("topsrider_card_pcie_link_speed_max_gts", "gauge", "PCIe link speed maximum in GT/s (sysfs max_link_speed)."),
     _m("topsrider_card_holder_info", "gauge",
-       "Who holds the card's device file (1): Slurm job id (slurm_job: job is the scrape's), pids, user; empty when idle.",
-       CARD_LABELS + ("slurm_job", "pids", "user")),
-    _m("topsrider_card_processes", "gauge", "Processes holding the card's device file."),
+       "The Slurm job the prolog's job file gives the card (1): job id (slurm_job: job is the scrape's), user; "
+       "empty when none.",
+       CARD_LABELS + ("slurm_job", "user")),
+    _m("topsrider_card_processes", "gauge",
+       "Processes the vendor's tool lists on the card (nvidia-smi's compute apps; absent where the tool lists none)."),
     _m("topsrider_card_reading_age_seconds", "gauge",
        "Seconds since this card's newest successful reading, at scrape time."),
     _m("topsrider_node_driver_info", "gauge", "The accelerator driver and tool of the node (1).",
@@ -141,8 +145,9 @@ def _efsmi_reading(query, summary=None, apps=None):
     parsed = parse_efsmi(query, "query")
     if summary is not None:
         parsed = merge_summary_into_query(parsed, parse_efsmi(summary, "summary"))
+    # efsmi lists no processes per card: listed None (unknown), never "none"
     return {"cards": parsed["cards"], "driver_version": parsed.get("driver_version"),
-            "tool_version": parsed.get("efsmi_version"), "listed": []}
+            "tool_version": parsed.get("efsmi_version"), "listed": None}
 
 
 def _nvidia_smi_commands(path):
@@ -154,7 +159,8 @@ def _nvidia_smi_commands(path):
 def _nvidia_smi_reading(query, summary=None, apps=None):
     parsed = parse_query_gpu(query, NVIDIA_QUERY_FIELDS)
     cards, _unmatched = attach_processes(parsed["cards"], None if apps is None else parse_compute_apps(apps))
-    listed = [(a["pid"], c["index"], a.get("process_name")) for c in cards for a in c.get("processes") or []]
+    listed = None if apps is None else [(a["pid"], c["index"], a.get("process_name"))
+                                        for c in cards for a in c.get("processes") or []]
     # nvidia-smi ships with the driver: its version is the driver's
     return {"cards": cards, "driver_version": parsed.get("driver_version"),
             "tool_version": parsed.get("driver_version"), "listed": listed}
@@ -179,7 +185,8 @@ def parse_reading(spec, query, summary=None, apps=None):
     """The tool's text -> {cards, driver_version, tool_version, listed}. query:
     `efsmi -q` / nvidia-smi --query-gpu output; summary: the efsmi table (or
     None), merged in for the firmware; apps: --query-compute-apps output (or
-    None: processes unknown). listed: [(pid, card index, name)] the tool lists.
+    None: processes unknown). listed: [(pid, card index, name)] the tool lists,
+    None where it lists none (efsmi) or was not asked.
     Raises one of PARSE_ERRORS."""
     return READERS[spec["tool"]][1](query, summary, apps)
 
@@ -221,23 +228,17 @@ def read_link(pci_root, bus_id):
 
 # --------------------------------------------------------------- snapshot --
 
-def holders_of(processes, listed, prefix):
-    """The card holders: _holders' scan of /proc (read_processes) plus what the tool lists."""
-    return merge_listed(card_holders(processes), listed, prefix)
+def _processes(listed, index):
+    """How many processes the tool lists on card `index`."""
+    return len(set(pid for pid, card, _name in listed if card == index))
 
 
-def _holder(holders, index):
-    mine = sorted((h for h in holders if index in (h.get("cards") or [])), key=lambda h: h["pid"])
-    jobs = sorted(set(h["slurm_job_id"] for h in mine if h.get("slurm_job_id")))
-    users = sorted(set(h["user"] for h in mine if h.get("user")))
-    return {"slurm_job": ",".join(jobs), "pids": ",".join(str(h["pid"]) for h in mine), "user": ",".join(users)}, len(mine)
-
-
-def card_entry(card, vendor, link=None, holders=None):
+def card_entry(card, vendor, link=None, jobs=None, listed=None):
     """One card of a reading -> {card, bus_id, info, values, holder}: info the
     labels of topsrider_card_info, values {metric: number} (present ones only),
-    holder the labels of topsrider_card_holder_info (None when the holders are
-    unknown). link: read_link's dict; holders: holders_of's list or None."""
+    holder the labels of topsrider_card_holder_info (None when the job files
+    are unknown). link: read_link's dict; jobs: _card_jobs.read_jobs' list or
+    None; listed: the reading's listed processes or None."""
     values = {}
     if card.get("health") is not None:
         values["topsrider_card_healthy"] = 1 if card["health"] else 0
@@ -246,20 +247,20 @@ def card_entry(card, vendor, link=None, holders=None):
         if v is not None:
             values[metric] = v / 100.0 if factor == "percent" else v * factor
     values.update(link or {})
-    holder = None
-    if holders is not None:
-        holder, count = _holder(holders, card["index"])
-        values["topsrider_card_processes"] = count
+    if listed is not None:
+        values["topsrider_card_processes"] = _processes(listed, card["index"])
+    holder = None if jobs is None else card_jobs(jobs, card["index"])
     return {"card": str(card["index"]), "bus_id": card.get("bus_id") or "",
             "info": {"vendor": vendor, "model": card.get("model") or "", "serial": card.get("serial") or "",
                      "uuid": card.get("uuid") or "", "firmware": card.get("firmware") or ""},
             "values": values, "holder": holder}
 
 
-def snapshot(spec, reading, links, holders):
+def snapshot(spec, reading, links, jobs):
     """A reading -> {node, cards}: node the labels of topsrider_node_driver_info,
-    cards card_entry's dicts by index. links: {bus_id: read_link's dict}."""
-    cards = [card_entry(c, spec["name"], links.get(c.get("bus_id")), holders)
+    cards card_entry's dicts by index. links: {bus_id: read_link's dict};
+    jobs: _card_jobs.read_jobs' list, or None when the job files are unknown."""
+    cards = [card_entry(c, spec["name"], links.get(c.get("bus_id")), jobs, reading.get("listed"))
              for c in sorted(reading["cards"], key=lambda c: c["index"])]
     node = {"vendor": spec["name"], "driver_version": reading.get("driver_version") or "",
             "tool": spec["tool"], "tool_version": reading.get("tool_version") or ""}

@@ -169,8 +169,8 @@ FLEET_SERIES = [
     ('topsrider_card_pcie_link_width{%s,card="1"}', '8x30'), ('topsrider_card_pcie_link_width_max{%s,card="1"}', '16x30'),
     ('topsrider_card_utilization_ratio{%s,card="0"}', '0.9x30'),
     ('topsrider_card_utilization_ratio{%s,card="1"}', '0x30'),
-    ('topsrider_card_holder_info{%s,card="0",slurm_job="5",pids="9",user="u"}', '1x30'),
-    ('topsrider_card_holder_info{%s,card="1",slurm_job="5",pids="9",user="u"}', '1x30'),
+    ('topsrider_card_holder_info{%s,card="0",slurm_job="5",user="u"}', '1x30'),
+    ('topsrider_card_holder_info{%s,card="1",slurm_job="5",user="u"}', '1x30'),
     ('up{%s}', '1x30'),
     ('up{instance="n2:9494",job="topsrider-cards"}', '0x30'),
 ]

@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The card_exporter role on two simulated T20 nodes (systemd as PID 1),
 scraped by a real Prometheus on the controller (prepare.yml): the services
-and their hardening; the faults simctl makes (SIMULATOR) reach Prometheus's
+and their hardening (no capability); a job file written by the Slurm gate's
+own writer maps the job to its cards in Prometheus; the faults simctl makes (SIMULATOR) reach Prometheus's
 API within two scrape intervals plus the exporter's reading interval, and the
 matching alert rules of contrib/prometheus/topsrider-cards.yml are pending or
 firing one evaluation later; a hung tool is staleness, never a hung scrape; a
@@ -33,7 +34,7 @@ SLACK = 2
 # New values: two scrapes plus one reading; an alert: one evaluation more.
 VALUES_WITHIN = 2 * SCRAPE + INTERVAL + SLACK
 ALERTS_WITHIN = VALUES_WITHIN + EVALUATION
-CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE = 2, 19
+GATE = os.path.join(TOP, "roles", "slurm_node", "files", "topsrider_slurm_gate.py")
 
 
 def dexec(node, command):
@@ -112,8 +113,9 @@ def test_the_service_runs_under_systemd_as_the_unprivileged_user(node):
     status = sh(node, "cat /proc/%s/status" % props["MainPID"])
     assert re.search(r"^Uid:\s+(\d+)", status, re.M).group(1) != "0"
     caps = dict(re.findall(r"^(Cap\w+):\s+([0-9a-f]+)$", status, re.M))
-    assert int(caps["CapEff"], 16) == (1 << CAP_DAC_READ_SEARCH) | (1 << CAP_SYS_PTRACE)
-    assert int(caps["CapBnd"], 16) == (1 << CAP_DAC_READ_SEARCH) | (1 << CAP_SYS_PTRACE)
+    # no capability at all: neither effective, nor permitted, nor ambient, nor in the bounding set
+    assert [int(caps[k], 16) for k in ("CapEff", "CapPrm", "CapAmb", "CapBnd")] == [0, 0, 0, 0], caps
+    assert "PTRACE" not in sh(node, "systemctl cat %s" % UNIT)
     user = sh(node, "getent passwd topsrider-exporter").strip().split(":")
     assert user[6] == "/usr/sbin/nologin" and dexec(node, "test -e '%s'" % user[5])[0] != 0
     # root's, and nothing the user could change
@@ -121,7 +123,7 @@ def test_the_service_runs_under_systemd_as_the_unprivileged_user(node):
     assert sh(node, "find %s ! -user root -o -perm /022" % lib) == ""
     mu = lib + "/ansible_collections/gcu/topsrider/plugins/module_utils"
     assert sorted(sh(node, "ls %s" % mu).split()) == [
-        "__init__.py", "_card_metrics.py", "_efsmi.py", "_holders.py", "_nvsmi.py", "_vendors.py"]
+        "__init__.py", "_card_jobs.py", "_card_metrics.py", "_efsmi.py", "_nvsmi.py", "_vendors.py", "_web_config.py"]
     for d in ("ansible_collections", "ansible_collections/gcu", "ansible_collections/gcu/topsrider",
               "ansible_collections/gcu/topsrider/plugins"):
         sh(node, "test -f %s/%s/__init__.py" % (lib, d))
@@ -186,6 +188,36 @@ def test_the_targets_playbook_predicts_in_check_mode_and_changes_nothing_the_sec
                                       "-e", "topsrider_monitoring_group=nope"]))
     assert rc != 0 and "topsrider_monitoring_group a group of the inventory (got nope" in text, text
     assert not os.path.exists(str(tmp_path / "other"))
+
+
+def gate(node, call):
+    """Call a function of the Slurm gate (its own job file writer and epilog) on the node, as root."""
+    # through stdin: docker cp cannot write into the container's tmpfs mounts (/tmp, /run)
+    with open(GATE, "rb") as f:
+        subprocess.run(["docker", "exec", "-i", node, "sh", "-c", "cat > /root/topsrider_slurm_gate.py"], input=f.read(),
+                       check=True, timeout=60)
+    sh(node, "python3 -c 'import runpy; g = runpy.run_path(\"/root/topsrider_slurm_gate.py\"); g%s'" % call)
+
+
+def test_the_prolog_job_file_maps_the_job_to_its_cards():
+    holder = 'topsrider_card_holder_info{node="%s",card="%%d",slurm_job="%%s",user="%%s"}' % NODE1
+    assert value(holder % (2, "", "")) == 1
+    jobs = '{"jobs_dir": "/run/topsrider/jobs"}'
+    gate(NODE1, '["write_job_file"](%s, {"job_id": "4242", "user": "alice", "cards": [2, 5]})' % jobs)
+    # root's file in root's directory; the exporter (another user, no capability) reads it
+    assert sh(NODE1, "stat -c '%U %a' /run/topsrider/jobs /run/topsrider/jobs/4242.json").split() == [
+        "root", "755", "root", "644"]
+    took = within(VALUES_WITHIN, lambda: value(holder % (2, "4242", "alice")) == 1
+                  and value(holder % (5, "4242", "alice")) == 1, "the job's cards labelled in Prometheus")
+    print("job label after %.1f s" % took)
+    assert value(holder % (3, "", "")) == 1
+    assert query('topsrider_card_holder_info{node="%s",slurm_job!=""}' % NODE2) == {}
+    assert query('{__name__=~"topsrider_.*",pids!=""}') == {}
+    # the epilog removes it: the cards are free again
+    gate(NODE1, '["forget_job"](%s, {"SLURM_JOB_ID": "4242"}, "n1")' % jobs)
+    within(VALUES_WITHIN, lambda: value(holder % (2, "", "")) == 1 and value(holder % (5, "", "")) == 1,
+           "the job's cards free again")
+    assert value('topsrider_exporter_read_errors_total{node="%s",reason="jobs"}' % NODE1) == 0
 
 
 def test_a_hot_card_with_ecc_errors_and_a_link_at_x8_shows_and_alerts_in_time():

@@ -7,6 +7,7 @@ cluster's third node is kept drained meanwhile: test_slurm_rollout.py, which
 runs next, uses all three.)
 
 The tests run in order and share the cluster: the smoke job on 16 cards; a
+job's file (its cards) written by the prolog and removed by the epilog; a
 card made unhealthy on node1 -> the next job's prolog drains node1 with a
 "topsrider:" reason and the job is requeued (not lost) while a one-node job
 runs on node2; the card repaired -> the health check resumes node1 and the
@@ -53,7 +54,8 @@ def test_cluster_is_up_with_the_roles_lines():
         merged = f.read()
     for line in ("GresTypes=gcu", "Prolog=/usr/local/libexec/topsrider/topsrider-slurm-gate",
                  "PrologFlags=Alloc", "SchedulerParameters=nohold_on_prolog_fail",
-                 "HealthCheckProgram=/usr/local/libexec/topsrider/topsrider-slurm-gate"):
+                 "HealthCheckProgram=/usr/local/libexec/topsrider/topsrider-slurm-gate",
+                 "Epilog=/usr/local/libexec/topsrider/topsrider-slurm-epilog"):
         assert line in merged.splitlines(), line
     assert re.search(r"^NodeName=slurm-node1 CPUs=\d+ .*Features=tops_2\.5\.136 Gres=gcu:8 NodeAddr=127.0.0.1 "
                      r"Port=16818 State=UNKNOWN$", merged, re.M), merged
@@ -99,6 +101,18 @@ def test_sbatch_runs_the_smoke_job_on_every_card_of_two_nodes():
     assert {r["world_size"] for r in results} == {16}
     assert len({r["loss"] for r in results}) == 1, "not the same loss on every rank:\n" + text
     assert {r["backend"] for r in results} == {"eccl"}
+
+
+def test_the_prolog_writes_the_jobs_file_and_the_epilog_removes_it():
+    """What the card exporter labels the cards with: the job, its user and this node's cards."""
+    job_id = submit("-N1 -w %s --gres=gcu:2 -o /dev/null" % N2, "--wrap 'sleep 30'")
+    path = "/run/topsrider/jobs/%s.json" % job_id
+    wait_for("the job's file on %s" % N2, lambda: dexec(N2, "test -f %s" % path)[0] == 0, 60)
+    assert json.loads(sh(N2, "cat %s" % path)) == {"job_id": job_id, "user": "root", "cards": [0, 1]}
+    assert sh(N2, "stat -c '%%U %%a' %s /run/topsrider/jobs" % path).split() == ["root", "644", "root", "755"]
+    assert dexec(N1, "ls /run/topsrider/jobs/%s.json" % job_id)[0] != 0  # not a node of the job
+    sh(CTL, "scancel %s" % job_id)
+    wait_for("the job's file removed by the epilog", lambda: dexec(N2, "test -e %s" % path)[0] != 0, 60)
 
 
 def test_bad_card_drains_the_node_and_the_job_is_requeued_not_lost():

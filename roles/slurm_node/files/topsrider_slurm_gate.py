@@ -22,8 +22,18 @@
 # that it only logs and lets the job run. A gate that runs out of time drains
 # with a reason that names the gate timeout, not the cards.
 #
-#   topsrider-slurm-gate [--config FILE] [--mode prolog|health|check] [--node NAME]
-#   check: run the checks and print the verdict; never drains or resumes.
+# A prolog that lets the job start writes the job's file,
+# <jobs_dir>/<job id>.json (root-owned, mode 0644):
+#   {"job_id": "4242", "user": "alice", "cards": [0, 1]}
+# the cards from SLURM_JOB_GPUS (gres/gpu) or else this node's GRES indexes
+# in `scontrol show job -d <id>`; run as the Epilog (SLURM_SCRIPT_CONTEXT
+# epilog_slurmd, or installed under a name that contains "epilog") it removes
+# that file and always exits 0. The card exporter reads these files to label
+# each card with its job (plugins/module_utils/_card_jobs.py).
+#
+#   topsrider-slurm-gate [--config FILE] [--mode prolog|epilog|health|check|config] [--node NAME]
+#   check: run the checks and print the verdict; never drains or resumes
+#   (what a site's NHC runs: docs/slurm.md).
 #   config: only validate the configuration file.
 # Exit: 0 pass (or nothing done), 1 node not fit (prolog: job requeued),
 # 2 bad configuration or usage.
@@ -32,6 +42,7 @@
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -58,7 +69,12 @@ DEFAULTS = {
     "health_drains": True,
     # The node feature that names the release the node runs (set by deploy.yml).
     "feature_prefix": "tops_",
+    # Where a prolog writes each job's file (its cards) and the epilog removes
+    # it; "" writes none.
+    "jobs_dir": "/run/topsrider/jobs",
 }
+# The vendor's Slurm GRES name (the collection's vendor table, slurm_gres).
+GRES = {"enflame": "gcu", "nvidia": "gpu"}
 # Node states (sinfo %T, lower case) that count as drained or being drained.
 DRAIN_STATES = ("drain", "drained", "draining")
 
@@ -105,6 +121,9 @@ def load_config(path):
         raise ConfigError("max_drain_share must be a number from 0 to 1, got %r" % (share,))
     if not isinstance(cfg["feature_prefix"], str) or not cfg["feature_prefix"]:
         raise ConfigError("feature_prefix must be a non-empty string, got %r" % (cfg["feature_prefix"],))
+    jobs_dir = cfg["jobs_dir"]
+    if not isinstance(jobs_dir, str) or (jobs_dir and (not jobs_dir.startswith("/") or ".." in jobs_dir.split("/"))):
+        raise ConfigError("jobs_dir must be an absolute path or empty, got %r" % (jobs_dir,))
     if not isinstance(cfg["health_drains"], bool):
         raise ConfigError("health_drains must be true or false, got %r" % (cfg["health_drains"],))
     for key in ("deadline_s", "command_timeout_s"):
@@ -313,6 +332,169 @@ def decide(node, problems, timed_out, nodes, max_share):
     return "drain", new_reason, "not fit: draining %s: %s" % (node, new_reason)
 
 
+# ---------------------------------------------------------------- job files
+JOB_ID_RE = re.compile(r"^[0-9]+(_[0-9]+)?(\+[0-9]+)?\Z")  # as _card_jobs.JOB_ID_RE
+_GRES_IDX_RE = re.compile(r"([A-Za-z0-9_]+)(?::[^,()]*)?\(IDX:([^)]*)\)")
+
+
+def parse_indexes(text):
+    """'0,2-3' -> [0, 2, 3]; None when text is not such a list."""
+    out = set()
+    for part in (text or "").split(","):
+        m = re.match(r"^\s*(\d+)(?:-(\d+))?\s*\Z", part)
+        if not m:
+            return None
+        first, last = int(m.group(1)), int(m.group(2) or m.group(1))
+        if last < first:
+            return None
+        out.update(range(first, last + 1))
+    return sorted(out)
+
+
+def _expand_one(part):
+    m = re.match(r"^([^\[]*)\[([^\]]*)\](.*)\Z", part)
+    if not m:
+        if "[" in part or "]" in part:
+            raise ValueError("not a host list: %r" % part)
+        return [part] if part else []
+    head, ranges, tail = m.groups()
+    tails = _expand_one(tail) if tail else [""]
+    out = []
+    for r in ranges.split(","):
+        first, _sep, last = r.partition("-")
+        last = last or first
+        if not (first.isdigit() and last.isdigit()):
+            raise ValueError("not a host list range: %r" % r)
+        for n in range(int(first), int(last) + 1):
+            out.extend("%s%0*d%s" % (head, len(first), n, t) for t in tails)
+    return out
+
+
+def expand_hostlist(expr):
+    """Slurm's host list expression -> names: 'n[01-02,5],gpu1' -> ['n01', 'n02', 'n05', 'gpu1'].
+    ValueError when it is not one."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(expr):
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            parts.append(expr[start:i])
+            start = i + 1
+    parts.append(expr[start:])
+    return [name for part in parts for name in _expand_one(part)]
+
+
+def cards_from_scontrol(text, node, gres):
+    """This node's card indexes of GRES `gres` in `scontrol show job -d` output
+    ('Nodes=n[1-2] CPU_IDs=0-3 Mem=0 GRES=gcu:2(IDX:0-1)'); None when no line names the node."""
+    for line in text.splitlines():
+        m = re.search(r"(?:^|\s)Nodes=(\S+)\s.*\bGRES=(\S*)", line)
+        if not m:
+            continue
+        try:
+            names = expand_hostlist(m.group(1))
+        except ValueError:
+            continue
+        if node not in names:
+            continue
+        cards = set()
+        for name, idx in _GRES_IDX_RE.findall(m.group(2)):
+            got = parse_indexes(idx) if name == gres else []
+            cards.update(got or [])
+        return sorted(cards)
+    return None
+
+
+def job_cards(cfg, environ, node, clock, runner=subprocess.run):
+    """(cards, how) of this job on this node: SLURM_JOB_GPUS (gres/gpu), else scontrol show job -d."""
+    gres = GRES[cfg["vendor"]]
+    if gres == "gpu" and parse_indexes(environ.get("SLURM_JOB_GPUS")) is not None:
+        return parse_indexes(environ["SLURM_JOB_GPUS"]), "SLURM_JOB_GPUS"
+    rc, text, err = run_command([cfg["scontrol"], "show", "job", "-d", environ["SLURM_JOB_ID"]], clock,
+                                cfg["command_timeout_s"], runner)
+    if rc != 0:
+        return None, "scontrol show job -d: %s" % (first_line(err) or "rc=%d" % rc)
+    cards = cards_from_scontrol(text, node, gres)
+    if cards is None:
+        return [], "scontrol show job -d names no GRES line of %s: no card" % node
+    return cards, "scontrol show job -d"
+
+
+def job_file(cfg, job_id):
+    return os.path.join(cfg["jobs_dir"], "%s.json" % job_id)
+
+
+def write_job_file(cfg, job):
+    """<jobs_dir>/<job id>.json, written whole (a temporary file renamed), root's, mode 0644;
+    the directories it creates mode 0755."""
+    missing = []
+    d = cfg["jobs_dir"]
+    while not os.path.isdir(d):
+        missing.append(d)
+        d = os.path.dirname(d)
+    for d in reversed(missing):
+        try:
+            os.mkdir(d)
+        except FileExistsError:
+            pass
+        os.chmod(d, 0o755)
+    path = job_file(cfg, job["job_id"])
+    tmp = os.path.join(cfg["jobs_dir"], ".%s.json.tmp" % job["job_id"])
+    with open(tmp, "w") as f:
+        f.write(json.dumps(job, sort_keys=True) + "\n")
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+    return path
+
+
+def record_job(cfg, environ, node, runner=subprocess.run, now=time.monotonic, out=sys.stderr):
+    """The prolog's job file (never fails the job: a file it cannot write is logged)."""
+    job_id = environ.get("SLURM_JOB_ID", "")
+    if not cfg["jobs_dir"]:
+        return
+    if not JOB_ID_RE.match(job_id):
+        log(cfg, "%s: no job file: SLURM_JOB_ID %r is not a job id" % (node, job_id), out)
+        return
+    clock = Clock(cfg["command_timeout_s"], now)
+    try:
+        cards, how = job_cards(cfg, environ, node, clock, runner)
+    except GateTimeout as e:
+        cards, how = None, str(e)
+    if cards is None:
+        log(cfg, "%s: no job file for job %s: its cards are unknown (%s)" % (node, job_id, how), out)
+        return
+    job = {"job_id": job_id, "user": environ.get("SLURM_JOB_USER", ""), "cards": cards}
+    try:
+        write_job_file(cfg, job)
+    except (IOError, OSError) as e:
+        log(cfg, "%s: cannot write the job file of job %s: %s" % (node, job_id, e), out)
+
+
+def forget_job(cfg, environ, node, out=sys.stderr):
+    """The epilog: the job's file removed (none there is fine). Always 0: a failing
+    epilog would drain the node."""
+    job_id = environ.get("SLURM_JOB_ID", "")
+    if cfg["jobs_dir"] and JOB_ID_RE.match(job_id):
+        try:
+            os.remove(job_file(cfg, job_id))
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            log(cfg, "%s: cannot remove the job file of job %s: %s" % (node, job_id, e), out)
+    return 0
+
+
+def script_mode(args, environ, prog):
+    """--mode, else what Slurm runs the gate as (SLURM_SCRIPT_CONTEXT, the name it is installed under)."""
+    if args.mode:
+        return args.mode
+    context = environ.get("SLURM_SCRIPT_CONTEXT", "")
+    if context.startswith("epilog") or "epilog" in os.path.basename(prog):
+        return "epilog"
+    if context.startswith("prolog") or environ.get("SLURM_JOB_ID"):
+        return "prolog"
+    return "health"
+
+
 def node_name(cfg, args, environ):
     return args.node or environ.get("SLURMD_NODENAME") or cfg["node_name"]
 
@@ -329,11 +511,11 @@ def log(cfg, message, stream=sys.stderr):
             pass
 
 
-def main(argv=None, environ=None, runner=subprocess.run, now=time.monotonic, out=sys.stderr):
+def main(argv=None, environ=None, runner=subprocess.run, now=time.monotonic, out=sys.stderr, prog=None):
     environ = os.environ if environ is None else environ
     ap = argparse.ArgumentParser(prog="topsrider-slurm-gate")
     ap.add_argument("--config", default=environ.get("TOPSRIDER_GATE_CONFIG", DEFAULT_CONFIG))
-    ap.add_argument("--mode", choices=("prolog", "health", "check", "config"))
+    ap.add_argument("--mode", choices=("prolog", "epilog", "health", "check", "config"))
     ap.add_argument("--node")
     args = ap.parse_args(argv)
     try:
@@ -343,11 +525,21 @@ def main(argv=None, environ=None, runner=subprocess.run, now=time.monotonic, out
         return 2
     if args.mode == "config":
         return 0
-    mode = args.mode or ("prolog" if environ.get("SLURM_JOB_ID") else "health")
+    mode = script_mode(args, environ, sys.argv[0] if prog is None else prog)
     node = node_name(cfg, args, environ)
     if not node:
         out.write("topsrider-slurm-gate: no node name (SLURMD_NODENAME, --node or node_name)\n")
         return 2
+    if mode == "epilog":
+        return forget_job(cfg, environ, node, out)
+    rc = verdict(cfg, mode, node, runner, now, out)
+    if mode == "prolog" and rc == 0:
+        record_job(cfg, environ, node, runner, now, out)
+    return rc
+
+
+def verdict(cfg, mode, node, runner, now, out):
+    """Run the checks and act on them as `mode` (prolog, health, check): the exit status."""
     # The cluster's view first, with its own short timeout: this node's state,
     # reason and release feature, how many nodes are drained. A check without
     # it still runs (the release then is the one the role recorded).

@@ -6,7 +6,12 @@ file that simctl edits, its library only the module_utils files
 _card_metrics.EXPORTER_MODULE_UTILS names (what the role installs): values
 served, a change seen after the next reading, a hung tool killed at --timeout
 with the ages growing while scrapes still answer at once, each failure counted
-by reason and logged once, 404 for other paths, SIGTERM a clean exit."""
+by reason and logged once, 404 for other paths, SIGTERM a clean exit; the
+Slurm jobs of the prolog's job files as labels; TLS and basic auth of a
+web-config file (a self-signed certificate made with openssl, a bcrypt hash)."""
+import base64
+import http.client
+import json
 import os
 import re
 import select
@@ -17,7 +22,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import ssl
 
+import bcrypt
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -73,12 +80,14 @@ class Exporter(object):
     def __init__(self, node, *extra, **kw):
         argv = [kw.get("python", sys.executable), DAEMON, "--lib", lib(node.tmp), "--listen", "127.0.0.1:0", "--interval", INTERVAL,
                 "--timeout", kw.get("timeout", "2"), "--vendor", "enflame", "--tool", kw.get("tool", str(node.tool)),
-                "--pci-root", node.env["SIM_PCI_ROOT"], "--proc-root", kw.get("proc_root", "/proc")] + list(extra)
+                "--pci-root", node.env["SIM_PCI_ROOT"],
+                "--jobs-dir", kw.get("jobs_dir", str(node.tmp / "jobs"))] + list(extra)
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=str(node.tmp))
         line = self.line(10)
-        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
+        m = re.search(r"listening on 127\.0\.0\.1:(\d+) \((https?)", line)
         assert m, line
-        self.url = "http://127.0.0.1:%s" % m.group(1)
+        self.url = "%s://127.0.0.1:%s" % (m.group(2), m.group(1))
+        self.headers, self.context = {}, None
 
     def line(self, wait):
         ready, _w, _x = select.select([self.proc.stderr], [], [], wait)
@@ -87,7 +96,8 @@ class Exporter(object):
 
     def get(self, path="/metrics"):
         started = time.monotonic()
-        with urllib.request.urlopen(self.url + path, timeout=5) as r:
+        req = urllib.request.Request(self.url + path, headers=self.headers)
+        with urllib.request.urlopen(req, timeout=5, context=self.context) as r:
             body = r.read().decode()
             return r.status, r.headers["Content-Type"], body, time.monotonic() - started
 
@@ -248,33 +258,114 @@ def test_failures_by_reason(node, exporters, tmp_path):
             for line in log.splitlines() if "reading" in line] == ["fails exit", "recovered", "fails parse"]
 
 
-def fake_proc(root, pid, uid, env, holds):
-    d = root / str(pid)
-    (d / "fd").mkdir(parents=True)
-    (d / "cmdline").write_bytes(b"python\0train.py\0")
-    (d / "stat").write_text("%d (python) S 1 %d %d 0 -1" % (pid, pid, pid))
-    (d / "status").write_text("Name:\tpython\nUid:\t%d\t%d\t%d\t%d\n" % (uid, uid, uid, uid))
-    (d / "environ").write_bytes(b"".join(b"%s=%s\0" % (k.encode(), v.encode()) for k, v in env.items()))
-    for n, target in enumerate(holds):
-        os.symlink(target, str(d / "fd" / str(n + 3)))
+def write_job(jobs_dir, job_id, user, cards):
+    """A job file as the Slurm gate's prolog writes it (test_slurm_gate checks the gate writes this form)."""
+    jobs_dir.mkdir(exist_ok=True)
+    (jobs_dir / ("%s.json" % job_id)).write_text(json.dumps({"job_id": job_id, "user": user, "cards": cards}))
 
 
-def test_holders_from_the_proc_scan(node, exporters, tmp_path):
-    proc = tmp_path / "proc"
-    fake_proc(proc, 4242, 0, {"SLURM_JOB_ID": "99", "LOCAL_RANK": "0"}, ["/dev/gcu1", "/dev/gcu2"])
-    fake_proc(proc, 4243, 0, {"SLURM_JOB_ID": "99"}, ["/dev/gcu2", "/dev/null"])
-    e = Exporter(node, proc_root=str(proc))
+def test_jobs_from_the_prolog_files(node, exporters, tmp_path):
+    jobs = tmp_path / "jobs"
+    e = Exporter(node, jobs_dir=str(jobs))
     exporters.append(e)
-    text = e.until(lambda t: value(t, "topsrider_card_processes", card="2") is not None)
-    root = __import__("pwd").getpwuid(0).pw_name
-    assert value(text, "topsrider_card_holder_info", card="2", slurm_job="99", pids="4242,4243", user=root) == 1
-    assert value(text, "topsrider_card_holder_info", card="1", slurm_job="99", pids="4242", user=root) == 1
-    assert value(text, "topsrider_card_holder_info", card="0", slurm_job="", pids="", user="") == 1
-    assert [value(text, "topsrider_card_processes", card=str(i)) for i in range(4)] == [0, 1, 2, 0]
-    shutil.rmtree(str(proc))  # /proc unreadable: a holders error, the cards still read
-    text = e.until(lambda t: errors(t, "holders") >= 1)
+    # no job files (a node outside Slurm): every card's holder series is empty, no error
+    text = e.until(lambda t: value(t, "topsrider_card_holder_info", card="3") is not None)
+    assert [value(text, "topsrider_card_holder_info", card=str(i), slurm_job="", user="") for i in range(4)] == [1] * 4
+    assert errors(text, "jobs") == 0
+    # efsmi lists no processes per card: no count rather than a made-up 0
+    assert value(text, "topsrider_card_processes") is None
+    write_job(jobs, "4242", "alice", [1, 2])
+    write_job(jobs, "4243", "bob", [2])
+    text = e.until(lambda t: value(t, "topsrider_card_holder_info", card="1", slurm_job="4242") == 1)
+    assert value(text, "topsrider_card_holder_info", card="1", slurm_job="4242", user="alice") == 1
+    assert value(text, "topsrider_card_holder_info", card="2", slurm_job="4242,4243", user="alice,bob") == 1
+    assert value(text, "topsrider_card_holder_info", card="0", slurm_job="", user="") == 1
+    assert "pids" not in text
+    # the epilog removes a job's file: its cards are free again; a bad file is an error that names it
+    (jobs / "4242.json").unlink()
+    (jobs / "77.json").write_text('{"job_id": "78", "user": "eve", "cards": [0]}')
+    text = e.until(lambda t: errors(t, "jobs") >= 1 and value(t, "topsrider_card_holder_info", card="1", slurm_job="") == 1)
+    assert value(text, "topsrider_card_holder_info", card="2", slurm_job="4243", user="bob") == 1
+    assert value(text, "topsrider_card_holder_info", card="0", slurm_job="", user="") == 1
     assert value(text, "topsrider_card_temperature_celsius", card="0") == 30
+    rc, log = e.stop()
+    assert rc == 0 and "77.json: names job 78" in log
+
+
+def openssl_cert(tmp_path):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True)
+    return cert, key
+
+
+def basic(user, password):
+    return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+
+
+def test_tls_and_basic_auth_of_a_web_config(node, exporters, tmp_path):
+    cert, key = openssl_cert(tmp_path)
+    hashed = bcrypt.hashpw(b"s3cret", bcrypt.gensalt(rounds=4)).decode()
+    config = tmp_path / "web.yml"
+    config.write_text("tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  prometheus: '%s'\n"
+                      % (cert, key, hashed))
+    e = Exporter(node, "--web-config", str(config))
+    exporters.append(e)
+    assert e.url.startswith("https://")
+    e.context = ssl.create_default_context(cafile=str(cert))  # the certificate is verified, not ignored
+    with pytest.raises(urllib.error.HTTPError) as err:
+        e.get()
+    assert err.value.code == 401 and err.value.headers["WWW-Authenticate"] == 'Basic realm="topsrider-card-exporter"'
+    for wrong in (basic("prometheus", "wrong"), basic("nobody", "s3cret"), "Bearer s3cret"):
+        e.headers = {"Authorization": wrong}
+        with pytest.raises(urllib.error.HTTPError) as err:
+            e.get()
+        assert err.value.code == 401, wrong
+    e.headers = {"Authorization": basic("prometheus", "s3cret")}
+    text = e.until(lambda t: value(t, "topsrider_card_temperature_celsius", card="0") == 30)
+    assert value(text, "topsrider_exporter_reads_total") >= 1
+    # plain HTTP to the TLS port is no scrape
+    with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
+        urllib.request.urlopen(e.url.replace("https:", "http:") + "/metrics", timeout=5).read()
+    # and the exporter still serves TLS afterwards
+    assert e.get()[0] == 200
     assert e.stop()[0] == 0
+
+
+def test_a_web_config_with_basic_auth_only_is_plain_http(node, exporters, tmp_path):
+    config = tmp_path / "web.json"  # the form the role writes (JSON is YAML)
+    config.write_text(json.dumps({"basic_auth_users": {"p": bcrypt.hashpw(b"pw", bcrypt.gensalt(4)).decode()}}))
+    e = Exporter(node, "--web-config", str(config))
+    exporters.append(e)
+    assert e.url.startswith("http://")
+    with pytest.raises(urllib.error.HTTPError) as err:
+        e.get()
+    assert err.value.code == 401
+    e.headers = {"Authorization": basic("p", "pw")}
+    assert e.get()[0] == 200
+    assert e.stop()[0] == 0
+
+
+@pytest.mark.parametrize("content, message", [
+    ("tls_server_config:\n  cert_file: /nonexistent.pem\n  key_file: /nonexistent.key\n", "No such file"),
+    ("basic_auth_users:\n  p: plaintext\n", "basic_auth_users.p must be a bcrypt hash"),
+    ("http_server_config:\n  http2: true\n", "unknown or unsupported keys http_server_config"),
+    ("tls_server_config:\n  cert_file: a.pem\n  key_file: /k\n", "cert_file must be an absolute path"),
+    ("- a list\n", "not a mapping"),
+])
+def test_a_bad_web_config_is_refused_before_listening(tmp_path, content, message):
+    config = tmp_path / "web.yml"
+    config.write_text(content)
+    proc = subprocess.run([sys.executable, DAEMON, "--lib", lib(tmp_path), "--vendor", "enflame", "--web-config",
+                           str(config), "--check-web-config"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=30, check=False)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    config.write_text("{}\n")
+    proc = subprocess.run([sys.executable, DAEMON, "--lib", lib(tmp_path), "--vendor", "enflame", "--web-config",
+                           str(config), "--check-web-config"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=30, check=False)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_the_table_is_best_effort(node, exporters, tmp_path):

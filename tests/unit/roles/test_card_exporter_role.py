@@ -93,15 +93,20 @@ def test_the_unit_runs_the_contracts_command_line_under_the_unprivileged_user():
     assert keys["User"] == ["topsrider-exporter"] and keys["Group"] == ["topsrider-exporter"]
     assert keys["ExecStart"] == [
         "/usr/bin/python3 -B /usr/local/lib/topsrider-card-exporter/topsrider-card-exporter "
-        "--lib /usr/local/lib/topsrider-card-exporter --listen 0.0.0.0:9494 --interval 15 --timeout 10 --vendor enflame"]
-    assert keys["AmbientCapabilities"] == keys["CapabilityBoundingSet"] == ["CAP_SYS_PTRACE CAP_DAC_READ_SEARCH"]
+        "--lib /usr/local/lib/topsrider-card-exporter --listen 0.0.0.0:9494 --interval 15 --timeout 10 --vendor enflame "
+        "--jobs-dir /run/topsrider/jobs"]
+    # no capability: an empty bounding set (and no ambient set), nothing of ptrace anywhere
+    assert keys["AmbientCapabilities"] == keys["CapabilityBoundingSet"] == [""]
+    assert "PTRACE" not in render_unit() and "DAC_" not in render_unit()
     for key, value in (("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("ProtectHome", "yes"),
                        ("PrivateTmp", "yes"), ("Restart", "on-failure"), ("WantedBy", "multi-user.target")):
         assert keys[key] == [value], key
     tool = unit_keys(render_unit(card_exporter_tool="/opt/tops/bin/efsmi", card_exporter_unit_vendor="nvidia",
                                  card_exporter_listen_address="127.0.0.1", card_exporter_port=19494))
     assert tool["ExecStart"][0].endswith("--listen 127.0.0.1:19494 --interval 15 --timeout 10 --vendor nvidia "
-                                         "--tool /opt/tops/bin/efsmi")
+                                         "--tool /opt/tops/bin/efsmi --jobs-dir /run/topsrider/jobs")
+    web = unit_keys(render_unit(card_exporter_web_config={"basic_auth_users": {"p": "$2b$..."}}))
+    assert web["ExecStart"][0].endswith("--jobs-dir /run/topsrider/jobs --web-config /etc/topsrider/card-exporter-web.yml")
 
 
 def test_drift_checks_the_unit_this_role_installs():
@@ -125,6 +130,8 @@ def test_drift_checks_the_unit_this_role_installs():
     ({"card_exporter_listen_address": "::"}, "IPv4"),
     ({"card_exporter_user": "root"}, "not root"),
     ({"card_exporter_install_dir": "/usr/local/lib/../x"}, "card_exporter_install_dir"),
+    ({"card_exporter_jobs_dir": "run/jobs"}, "card_exporter_jobs_dir"),
+    ({"card_exporter_web_config": "tls please"}, "card_exporter_web_config"),
 ])
 def test_bad_settings_are_refused_before_anything_changes(tmp_path, settings, words):
     rc, out = run_play(tmp_path, [{"ansible.builtin.include_role": {"name": "gcu.topsrider.card_exporter"}}],

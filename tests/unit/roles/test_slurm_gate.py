@@ -57,7 +57,8 @@ class Fake(object):
         return subprocess.CompletedProcess(argv, rc, out, err)
 
     def scontrol(self):
-        return [c for c in self.calls if os.path.basename(c[0]) == "scontrol"]
+        """The scontrol commands that change the cluster (not `scontrol show`)."""
+        return [c for c in self.calls if os.path.basename(c[0]) == "scontrol" and c[1:2] != ["show"]]
 
 
 def sinfo(*rows):
@@ -71,7 +72,8 @@ def node(tmp_path):
     env = tmp_path / "topsrider.sh"
     env.write_text("export TOPS=1\n")
     cfg = {"vendor": "enflame", "node_name": "n1", "expected_cards": 8, "release": "2.5.136",
-           "facts_file": str(facts), "env_file": str(env), "max_drain_share": 0.5, "log_file": ""}
+           "facts_file": str(facts), "env_file": str(env), "max_drain_share": 0.5, "log_file": "",
+           "jobs_dir": str(tmp_path / "run" / "topsrider" / "jobs")}
     path = tmp_path / "gate.json"
 
     def write(**over):
@@ -315,3 +317,88 @@ def test_gate_runs_on_the_floor_python(node):
     proc = subprocess.run([py, PATH, "--config", node(efsmi=str(efsmi)), "--mode", "check", "--node", "n1"],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
     assert proc.returncode == 1 and "n1: card gcu4 unhealthy" in proc.stdout, proc.stdout
+
+
+# ---------------------------------------------------------------- job files (prolog writes, epilog removes)
+SHOW_JOB = """JobId=7 JobName=train
+   UserId=alice(1000) GroupId=alice(1000)
+   NumNodes=2 NumCPUs=4 TRES=cpu=4,node=2,billing=4,gres/gcu=4
+     Nodes=n[1-2] CPU_IDs=0-1 Mem=0 GRES=gcu:2(IDX:1,3)
+   TresPerNode=gres:gcu:2
+"""
+
+
+def test_a_passing_prolog_writes_the_job_file_and_the_epilog_removes_it(node):
+    fake = Fake({"efsmi": (0, efsmi_q(), ""), "sinfo": IDLE2, "scontrol": (0, SHOW_JOB, "")})
+    env = {"SLURMD_NODENAME": "n1", "SLURM_JOB_ID": "7", "SLURM_JOB_USER": "alice",
+           "SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}
+    out = io.StringIO()
+    assert gate.main(["--config", node()], environ=env, runner=fake, now=fake.now, out=out) == 0
+    assert ["scontrol", "show", "job", "-d", "7"] in [[os.path.basename(c[0])] + c[1:] for c in fake.calls]
+    jobs = node.tmp / "run" / "topsrider" / "jobs"
+    path = jobs / "7.json"
+    assert json.loads(path.read_text()) == {"job_id": "7", "user": "alice", "cards": [1, 3]}
+    assert oct(path.stat().st_mode & 0o777) == "0o644"
+    assert [oct(d.stat().st_mode & 0o777) for d in (jobs, jobs.parent)] == ["0o755", "0o755"]
+    assert os.listdir(str(jobs)) == ["7.json"]  # no temporary file left
+    # what the card exporter reads of it
+    from ansible_collections.gcu.topsrider.plugins.module_utils import _card_jobs
+    assert _card_jobs.read_jobs(str(jobs)) == ([{"job_id": "7", "user": "alice", "cards": [1, 3]}], [])
+    # the epilog (as Slurm runs it: no --mode) removes it, and a second time is no error
+    env["SLURM_SCRIPT_CONTEXT"] = "epilog_slurmd"
+    for _n in range(2):
+        assert gate.main(["--config", node()], environ=env, runner=fake, now=fake.now, out=out) == 0
+        assert os.listdir(str(jobs)) == []
+    # installed under a name with "epilog" (Slurm without SLURM_SCRIPT_CONTEXT)
+    gate.write_job_file(gate.load_config(node()), {"job_id": "8", "user": "bob", "cards": []})
+    env = {"SLURMD_NODENAME": "n1", "SLURM_JOB_ID": "8"}
+    assert gate.main(["--config", node()], environ=env, runner=fake, now=fake.now, out=out,
+                     prog="/usr/local/libexec/topsrider/topsrider-slurm-epilog") == 0
+    assert os.listdir(str(jobs)) == []
+
+
+def test_a_refused_job_gets_no_job_file(node):
+    fake = Fake({"efsmi": (0, efsmi_q(bad=(1,)), ""), "sinfo": IDLE2, "scontrol": (0, SHOW_JOB, "")})
+    rc, _out = run(node(), fake)
+    assert rc == 1 and not (node.tmp / "run").exists()
+
+
+def test_gpu_cards_from_slurm_job_gpus_without_scontrol(node):
+    fake = Fake({"nvidia-smi": (0, "", ""), "sinfo": IDLE2})
+    cfg = gate.load_config(node(vendor="nvidia"))
+    env = {"SLURM_JOB_ID": "9", "SLURM_JOB_GPUS": "0,2-3", "SLURM_JOB_USER": "bob"}
+    gate.record_job(cfg, env, "n1", fake, fake.now, io.StringIO())
+    assert json.loads((node.tmp / "run" / "topsrider" / "jobs" / "9.json").read_text())["cards"] == [0, 2, 3]
+    assert fake.calls == []
+
+
+def test_unknown_cards_or_a_bad_job_id_write_no_file_but_keep_the_job(node):
+    out = io.StringIO()
+    fake = Fake({"scontrol": (1, "", "slurm_load_jobs error: Invalid job id specified")})
+    cfg = gate.load_config(node())
+    gate.record_job(cfg, {"SLURM_JOB_ID": "7"}, "n1", fake, fake.now, out)
+    gate.record_job(cfg, {"SLURM_JOB_ID": "../7"}, "n1", fake, fake.now, out)
+    assert not (node.tmp / "run").exists()
+    assert "its cards are unknown (scontrol show job -d: slurm_load_jobs error" in out.getvalue()
+    assert "'../7' is not a job id" in out.getvalue()
+    assert gate.main(["--config", node(jobs_dir=""), "--mode", "config"], environ={}, out=out) == 0
+    assert gate.main(["--config", node(jobs_dir="run/jobs"), "--mode", "config"], environ={}, out=out) == 2
+
+
+@pytest.mark.parametrize("expr, names", [
+    ("n1", ["n1"]), ("n[1-3,5]", ["n1", "n2", "n3", "n5"]), ("n[01-02],gpu1", ["n01", "n02", "gpu1"]),
+    ("r[1-2]n[1-2]", ["r1n1", "r1n2", "r2n1", "r2n2"]),
+])
+def test_expand_hostlist(expr, names):
+    assert gate.expand_hostlist(expr) == names
+
+
+@pytest.mark.parametrize("text, node, cards", [
+    (SHOW_JOB, "n2", [1, 3]),
+    (SHOW_JOB, "n3", None),
+    ("     Nodes=n1 CPU_IDs=0 Mem=0 GRES=gpu:tesla:1(IDX:0),gcu:3(IDX:4-6)\n", "n1", [4, 5, 6]),
+    ("     Nodes=n1 CPU_IDs=0 Mem=0 GRES=\n", "n1", []),
+    ("     Nodes=n[1 CPU_IDs=0 Mem=0 GRES=gcu:1(IDX:0)\n", "n1", None),
+])
+def test_cards_from_scontrol(text, node, cards):
+    assert gate.cards_from_scontrol(text, node, "gcu") == cards

@@ -38,7 +38,7 @@ CONTRACT = {
     "topsrider_card_pcie_link_width_max": ("gauge", ("card", "bus_id")),
     "topsrider_card_pcie_link_speed_gts": ("gauge", ("card", "bus_id")),
     "topsrider_card_pcie_link_speed_max_gts": ("gauge", ("card", "bus_id")),
-    "topsrider_card_holder_info": ("gauge", ("card", "bus_id", "slurm_job", "pids", "user")),
+    "topsrider_card_holder_info": ("gauge", ("card", "bus_id", "slurm_job", "user")),
     "topsrider_card_processes": ("gauge", ("card", "bus_id")),
     "topsrider_card_reading_age_seconds": ("gauge", ("card", "bus_id")),
     "topsrider_node_driver_info": ("gauge", ("vendor", "driver_version", "tool", "tool_version")),
@@ -86,9 +86,9 @@ def by_card(text, name):
     return dict((dict(k)["card"], v) for k, v in samples(text, name).items())
 
 
-def render_reading(spec, reading, pci_root, holders=None, now=1700000010.0):
+def render_reading(spec, reading, pci_root, jobs=None, now=1700000010.0):
     links = dict((c["bus_id"], M.read_link(str(pci_root), c["bus_id"])) for c in reading["cards"])
-    snap = M.snapshot(spec, reading, links, holders)
+    snap = M.snapshot(spec, reading, links, jobs)
     return M.render(snap["node"], [(e, now - 2.5) for e in snap["cards"]], STATS, now)
 
 
@@ -103,16 +103,17 @@ def test_16_enflame_cards_from_the_simulated_efsmi(tmp_path):
     sim(tmp_path, SIMCTL, "busy", "2,5", "--util", "97.5")
     sim(tmp_path, SIMCTL, "card", "5", "temperature_c=91", "ecc_uncorrected=3", "link_width=8", "health=false")
     reading = M.parse_reading(EFSMI_SPEC, sim(tmp_path, EFSMI, "-q"), sim(tmp_path, EFSMI))
-    holders = [{"pid": 4242, "user": "alice", "cards": [2, 5], "slurm_job_id": "17"},
-               {"pid": 4243, "user": "alice", "cards": [5], "slurm_job_id": "17"}]
-    text = render_reading(EFSMI_SPEC, reading, tmp_path / "pci", holders)
+    jobs = [{"job_id": "17", "user": "alice", "cards": [2, 5]}, {"job_id": "18", "user": "bob", "cards": [5]}]
+    text = render_reading(EFSMI_SPEC, reading, tmp_path / "pci", jobs)
     fams = families(text)
-    # every family but the corrected ECC count, which efsmi does not report
+    # every family but the corrected ECC count, which efsmi does not report, and the
+    # process count: efsmi lists no processes per card
     assert set(fams) == set(n[:-6] if CONTRACT[n][0] == "counter" else n for n in CONTRACT) - {
-        "topsrider_card_ecc_corrected_errors"}
+        "topsrider_card_ecc_corrected_errors", "topsrider_card_processes"}
     cards = [str(i) for i in range(16)]
     for name in CONTRACT:
-        if name.startswith("topsrider_card_") and name != "topsrider_card_ecc_corrected_errors_total":
+        if name.startswith("topsrider_card_") and name not in ("topsrider_card_ecc_corrected_errors_total",
+                                                               "topsrider_card_processes"):
             assert sorted(by_card(text, name), key=int) == cards, name
     assert "topsrider_card_ecc_corrected_errors_total" not in text  # efsmi has no such count
     assert by_card(text, "topsrider_card_temperature_celsius")["5"] == 91
@@ -129,14 +130,15 @@ def test_16_enflame_cards_from_the_simulated_efsmi(tmp_path):
     assert info["15"] == {"card": "15", "bus_id": "0000:c5:00.0", "vendor": "enflame", "model": "T20",
                           "serial": "W28001150115", "uuid": "W28001150115", "firmware": "10.19.3"}
     holder = dict((dict(k)["card"], dict(k)) for k in samples(text, "topsrider_card_holder_info"))
-    assert (holder["5"]["slurm_job"], holder["5"]["pids"], holder["5"]["user"]) == ("17", "4242,4243", "alice")
-    assert (holder["0"]["slurm_job"], holder["0"]["pids"], holder["0"]["user"]) == ("", "", "")
-    assert by_card(text, "topsrider_card_processes") == dict((c, {"2": 1, "5": 2}.get(c, 0)) for c in cards)
+    assert (holder["5"]["slurm_job"], holder["5"]["user"]) == ("17,18", "alice,bob")
+    assert (holder["2"]["slurm_job"], holder["2"]["user"]) == ("17", "alice")
+    assert (holder["0"]["slurm_job"], holder["0"]["user"]) == ("", "")
+    assert "pids" not in text
     (drv,) = samples(text, "topsrider_node_driver_info")
     assert dict(drv) == {"vendor": "enflame", "driver_version": "2.4.20230829", "tool": "efsmi",
                          "tool_version": "1.20.0"}
     errors = dict((dict(k)["reason"], v) for k, v in samples(text, "topsrider_exporter_read_errors_total").items())
-    assert errors == {"timeout": 1, "exit": 0, "parse": 0, "missing_tool": 0, "holders": 0}
+    assert errors == {"timeout": 1, "exit": 0, "parse": 0, "missing_tool": 0, "jobs": 0}
     assert samples(text, "topsrider_exporter_reads_total") == {(): 3}
     assert samples(text, "topsrider_exporter_interval_seconds") == {(): 15.0}
 
@@ -146,7 +148,7 @@ def test_16_nvidia_gpus_from_the_stand_in(tmp_path):
     sim(tmp_path, SIMCTL, "card", "3", "ecc_corrected=12", "ecc_uncorrected=1", "link_speed_gts=16")
     cmds = M.tool_commands(NVIDIA_SPEC, NVIDIA_SMI)
     reading = M.parse_reading(NVIDIA_SPEC, sim(tmp_path, *cmds["query"]), apps=sim(tmp_path, *cmds["apps"]))
-    text = render_reading(NVIDIA_SPEC, reading, tmp_path / "pci", holders=[])
+    text = render_reading(NVIDIA_SPEC, reading, tmp_path / "pci", jobs=[])
     assert sorted(by_card(text, "topsrider_card_ecc_corrected_errors_total"), key=int) == [str(i) for i in range(16)]
     assert by_card(text, "topsrider_card_ecc_corrected_errors_total")["3"] == 12
     assert by_card(text, "topsrider_card_ecc_uncorrected_errors_total")["3"] == 1
@@ -159,18 +161,19 @@ def test_16_nvidia_gpus_from_the_stand_in(tmp_path):
 
 
 def test_an_hgx_capture_with_its_processes(tmp_path):
-    """gcu_devices' query of 8 GPUs and its compute apps: the tool's process list makes the holders."""
+    """gcu_devices' query of 8 GPUs and its compute apps: the tool's process list makes the process count,
+    the job files the job label."""
     parsed = _nvsmi.parse_query_gpu(fixture("nvidia-smi", "synth-hgx8-query-one-busy.csv"))
     apps = _nvsmi.parse_compute_apps(fixture("nvidia-smi", "synth-hgx8-apps-one-busy.csv"))
     cards, unmatched = _nvsmi.attach_processes(parsed["cards"], apps)
     assert unmatched == []
     listed = [(a["pid"], c["index"], a["process_name"]) for c in cards for a in c["processes"]]
-    holders = M.holders_of([], listed, NVIDIA_SPEC["card_prefix"])
     reading = {"cards": cards, "driver_version": parsed["driver_version"], "tool_version": None, "listed": listed}
-    text = render_reading(NVIDIA_SPEC, reading, tmp_path, holders)
+    text = render_reading(NVIDIA_SPEC, reading, tmp_path, [{"job_id": "5_3", "user": "carol", "cards": [0]}])
     holder = dict((dict(k)["card"], dict(k)) for k in samples(text, "topsrider_card_holder_info"))
-    assert (holder["0"]["pids"], holder["0"]["slurm_job"], holder["0"]["user"]) == ("4711", "", "")
-    assert [holder[str(i)]["pids"] for i in range(1, 8)] == [""] * 7
+    assert (holder["0"]["slurm_job"], holder["0"]["user"]) == ("5_3", "carol")
+    assert [holder[str(i)]["slurm_job"] for i in range(1, 8)] == [""] * 7
+    assert by_card(text, "topsrider_card_processes") == dict((str(i), 1 if i == 0 else 0) for i in range(8))
     assert by_card(text, "topsrider_card_utilization_ratio")["0"] == 1.0
     # gcu_devices' query has no corrected count, and there is no PCI view here: absent, not 0
     series = [line for line in text.splitlines() if not line.startswith("#")]
@@ -182,18 +185,18 @@ def test_absent_values_are_absent_series(tmp_path):
     that is not there has no series at all; what is there still is."""
     parsed = _nvsmi.parse_query_gpu(fixture("nvidia-smi", "synth-rtx-query-not-supported.csv"), _nvsmi.QUERY_GPU_FIELDS)
     reading = {"cards": parsed["cards"], "driver_version": parsed["driver_version"], "tool_version": None,
-               "listed": []}
+               "listed": None}
     (tmp_path / "0000:01:00.0").mkdir()
     (tmp_path / "0000:01:00.0" / "current_link_width").write_text("8\n")
     (tmp_path / "0000:01:00.0" / "max_link_speed").write_text("Unknown\n")
-    text = render_reading(NVIDIA_SPEC, reading, tmp_path, holders=None)
+    text = render_reading(NVIDIA_SPEC, reading, tmp_path, jobs=None)
     present = set(s.name for f in text_string_to_metric_families(text) for s in f.samples)
     for name in ("topsrider_card_temperature_celsius", "topsrider_card_power_watts",
                  "topsrider_card_power_limit_watts", "topsrider_card_healthy",
                  "topsrider_card_ecc_uncorrected_errors_total", "topsrider_card_ecc_corrected_errors_total",
                  "topsrider_card_pcie_link_width_max", "topsrider_card_pcie_link_speed_gts",
                  "topsrider_card_pcie_link_speed_max_gts",
-                 # holders unknown (the /proc scan failed): no holder series either
+                 # job files unknown (their directory unreadable), processes not asked: no series either
                  "topsrider_card_holder_info", "topsrider_card_processes"):
         assert name not in present, name
     assert by_card(text, "topsrider_card_pcie_link_width") == {"0": 8}
@@ -210,15 +213,14 @@ def test_hostile_label_values_are_escaped():
     hostile = 'a\\b"c\nd} x{y="z"'
     card = {"index": 0, "bus_id": "0000:01:00.0", "model": hostile, "serial": "\\", "uuid": '"', "firmware": "\n",
             "temperature_c": 40, "health": True}
-    entry = M.card_entry(card, "enflame", holders=[{"pid": 7, "user": hostile, "cards": [0],
-                                                    "slurm_job_id": 'job"1\\'}])
+    entry = M.card_entry(card, "enflame", jobs=[{"job_id": 'job"1\\', "user": hostile, "cards": [0]}])
     node = {"vendor": "enflame", "driver_version": hostile, "tool": "efsmi", "tool_version": ""}
     text = M.render(node, [(entry, 100.0)], STATS, 101.0)
     (info,) = samples(text, "topsrider_card_info")
     assert dict(info)["model"] == hostile and dict(info)["serial"] == "\\" and dict(info)["uuid"] == '"'
     assert dict(info)["firmware"] == "\n"
     (holder,) = samples(text, "topsrider_card_holder_info")
-    assert (dict(holder)["user"], dict(holder)["slurm_job"], dict(holder)["pids"]) == (hostile, 'job"1\\', "7")
+    assert (dict(holder)["user"], dict(holder)["slurm_job"]) == (hostile, 'job"1\\')
     (drv,) = samples(text, "topsrider_node_driver_info")
     assert dict(drv)["driver_version"] == hostile
     # every sample is one line: no raw newline inside a label value
