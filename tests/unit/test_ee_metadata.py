@@ -158,7 +158,14 @@ def core_requirements():
 
 def third_party(found):
     local = {"ansible", "ansible_collections", "topsrider_check", "__future__"}
-    return dict((m, where) for m, where in found.items() if m not in local and m not in sys.stdlib_module_names)
+    return dict((m, where) for m, where in found.items()
+                if m not in local and m not in FALLBACKS and m not in sys.stdlib_module_names)
+
+
+# Imported only where the first choice is missing, never needed on a controller:
+# _pep440 takes packaging (an ansible-core requirement) first, pip's vendored copy
+# only on a node whose Python has no packaging.
+FALLBACKS = {"pip"}
 
 
 def test_every_controller_import_beyond_the_stdlib_is_a_requirement():
