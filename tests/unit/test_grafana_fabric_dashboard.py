@@ -8,13 +8,12 @@ has and the recording rule of contrib/prometheus/topsrider-fabric.yml, and
 its figures evaluated by promtool on known series."""
 import json
 import os
-import shutil
-import subprocess
 
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from promql_names import metric_names
+from promtool import promtool
 from test_prometheus_fabric_rules import RECORDS, fabric_text, rules
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -29,11 +28,6 @@ def load():
 
 def exprs():
     return [(p["title"], t["expr"]) for p in load()["panels"] for t in p["targets"]]
-
-
-def promtool(*args, cwd=None):
-    return subprocess.run([shutil.which("promtool") or "promtool"] + list(args), cwd=cwd, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True, check=False)
 
 
 def test_structure():

@@ -6,11 +6,11 @@ topsrider-cards.test.yml says (promtool test rules), each test a real one (a
 changed rule breaks it), and reading only metrics the exporter exports."""
 import os
 import shutil
-import subprocess
 
 import pytest
 import yaml
 
+from promtool import promtool as run_promtool, rule_list
 from promql_names import PROMETHEUS_OWN, card_metrics, exported_names, metric_names
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -26,15 +26,11 @@ ALERTS = ["TopsRiderCardUnhealthy", "TopsRiderCardTemperatureHigh", "TopsRiderCa
 
 
 def promtool(*args, cwd=RULES_DIR):
-    path = shutil.which("promtool")
-    assert path, "promtool not found: make setup installs Debian's prometheus package (scripts/ensure-docker.sh)"
-    return subprocess.run([path] + list(args), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, check=False)
+    return run_promtool(*args, cwd=cwd)
 
 
 def rules():
-    with open(RULES) as f:
-        return [r for g in yaml.safe_load(f)["groups"] for r in g["rules"]]
+    return rule_list(RULES)
 
 
 def test_promtool_check_rules():
