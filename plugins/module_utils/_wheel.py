@@ -162,8 +162,14 @@ def wheel_record(module, p, installed, version, wheel):
     }
 
 
+# pip creates files by the umask it inherits: under a login umask of 0000 the
+# training venv's code would be world-writable (any user could change what every
+# job imports). Every pip run gets this one, whatever the caller's.
+PIP_UMASK = 0o022
+
+
 def run_pip(module, argv):
-    rc, out, err = module.run_command(argv, environ_update=PIP_ENVIRONMENT, cwd="/")
+    rc, out, err = module.run_command(argv, environ_update=PIP_ENVIRONMENT, cwd="/", umask=PIP_UMASK)
     if rc != 0:
         module.fail_json(msg="torch_gcu: `%s` failed (rc=%d): %s" % (" ".join(argv), rc, " | ".join(
             (err or out or "no output").strip().splitlines()[-3:])), cmd=argv, rc=rc, stdout=out, stderr=err)

@@ -72,6 +72,11 @@ if "--dry-run" in sys.argv:
 env = json.load(open(path))
 env["torch_gcu"] = version
 json.dump(env, open(path, "w"))
+# the package's files, created as pip creates them: their mode is the umask's
+package = os.path.join(here, "site-packages", "torch_gcu")
+os.makedirs(package, exist_ok=True)
+with open(os.path.join(package, "__init__.py"), "w") as f:
+    f.write("__version__ = %%r\n" %% version)
 print("Successfully installed torch_gcu-" + version)
 '''
 
@@ -157,6 +162,21 @@ def test_installs_records_and_proves_then_a_rerun_changes_nothing(node):
     again = node.run()
     assert not again.get("failed") and again["changed"] is False and again["needs_change"] is False
     assert len(node.pip_calls()) == 1, "a no-change re-run ran pip"
+
+
+def test_pip_runs_under_umask_022_whatever_the_callers(node, tmp_path):
+    """A login umask of 0000 leaves no world-writable file in the training venv."""
+    old = os.umask(0)
+    try:
+        result = node.run()
+    finally:
+        os.umask(old)
+    assert not result.get("failed"), result["msg"]
+    site = tmp_path / "venv" / "bin" / "site-packages"
+    written = [site / "torch_gcu", site / "torch_gcu" / "__init__.py"]
+    assert all(p.exists() for p in written)
+    assert {str(p): oct(os.stat(str(p)).st_mode & 0o777) for p in written} == {
+        str(site / "torch_gcu"): oct(0o755), str(site / "torch_gcu" / "__init__.py"): oct(0o644)}
 
 
 def test_an_upgrade_records_the_wheel_the_previous_version_came_from(node):
