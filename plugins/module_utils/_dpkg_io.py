@@ -26,7 +26,7 @@ LOCK_DB = "/var/lib/dpkg/lock"
 def acquire_dpkg_lock(timeout, frontend=LOCK_FRONTEND, database=LOCK_DB,
                       sleep=time.sleep, clock=time.time):
     """Take the dpkg frontend lock as apt does (fcntl write lock on the whole
-    file), waiting up to `timeout` seconds, then wait (same deadline) until the
+    file; a flock one too, see _take), waiting up to `timeout` seconds, then wait (same deadline) until the
     database lock is free, so that dpkg will not find it taken. Returns
     (the open fd holding the frontend lock, None), or (None, the lock that was
     busy) on timeout."""
@@ -50,6 +50,7 @@ def release_dpkg_lock(fd):
     if fd is None:
         return
     try:
+        fcntl.flock(fd, fcntl.LOCK_UN)
         fcntl.lockf(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
@@ -65,18 +66,35 @@ def dpkg_lock_busy(frontend=LOCK_FRONTEND, database=LOCK_DB):
     return busy
 
 
+def _take(fd):
+    """Both kinds of lock on fd, or neither: apt and dpkg take fcntl locks, and a
+    script that wraps a package run in flock(1) takes a flock one; on Linux the two
+    do not see each other, so a free lock is one that neither kind holds."""
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except (IOError, OSError) as e:
+        if e.errno not in (errno.EACCES, errno.EAGAIN):
+            raise
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except (IOError, OSError) as e:
+        fcntl.lockf(fd, fcntl.LOCK_UN)
+        if e.errno not in (errno.EACCES, errno.EAGAIN, errno.EWOULDBLOCK):
+            raise
+        return False
+    return True
+
+
 def _wait_lock(fd, deadline, sleep, clock, keep):
     while True:
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except (IOError, OSError) as e:
-            if e.errno not in (errno.EACCES, errno.EAGAIN):
-                raise
+        if not _take(fd):
             if clock() >= deadline:
                 return False
             sleep(0.5)
             continue
         if not keep:
+            fcntl.flock(fd, fcntl.LOCK_UN)
             fcntl.lockf(fd, fcntl.LOCK_UN)
         return True
 

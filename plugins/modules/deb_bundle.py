@@ -136,7 +136,8 @@ notes:
   - The node must be Debian-based with C(dpkg), C(dpkg-deb) and C(dpkg-query). Must run as root (C(become)).
   - The module waits for the dpkg lock like apt does, takes C(/var/lib/dpkg/lock-frontend) itself and runs dpkg
     with C(DPKG_FRONTEND_LOCKED=1), so that no apt or unattended-upgrades run can slip in between the steps of
-    one transaction and its rollback.
+    one transaction and its rollback. apt and dpkg hold their locks with C(fcntl); a lock counts as free only
+    when no C(flock) holder has it either (a script that wraps its package run in C(flock(1)) waits too).
   - Conflicts and Breaks are left to dpkg; Depends and Pre-Depends are checked before anything changes.
 extends_documentation_fragment:
   - gcu.topsrider.attributes

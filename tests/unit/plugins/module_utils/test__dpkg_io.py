@@ -11,10 +11,11 @@ import pytest
 from ansible_collections.gcu.topsrider.plugins.module_utils import _dpkg_io
 from fake_clock import Clock
 
+# apt and dpkg hold fcntl locks; a script wrapped in flock(1) holds a flock one.
 HOLDER = """
 import fcntl, os, sys
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o640)
-fcntl.lockf(fd, fcntl.LOCK_EX)
+fcntl.lockf(fd, fcntl.LOCK_EX) if sys.argv[2] == "fcntl" else fcntl.flock(fd, fcntl.LOCK_EX)
 sys.stdout.write("held\\n")
 sys.stdout.flush()
 sys.stdin.read()
@@ -26,9 +27,9 @@ def locks(tmp_path):
     return str(tmp_path / "lock-frontend"), str(tmp_path / "lock")
 
 
-def hold(path):
-    """A child process holding an fcntl lock on path until its stdin closes."""
-    p = subprocess.Popen([sys.executable, "-c", HOLDER, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+def hold(path, kind="fcntl"):
+    """A child process holding a lock of `kind` (fcntl or flock) on path until its stdin closes."""
+    p = subprocess.Popen([sys.executable, "-c", HOLDER, path, kind], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          universal_newlines=True)
     assert p.stdout.readline() == "held\n"
     return p
@@ -47,9 +48,10 @@ def test_free_locks_are_taken_and_given_back(locks):
     _dpkg_io.release_dpkg_lock(fd)
 
 
+@pytest.mark.parametrize("kind", ["fcntl", "flock"])
 @pytest.mark.parametrize("which", [0, 1])
-def test_a_busy_lock_times_out_and_names_the_lock(locks, which):
-    holder = hold(locks[which])
+def test_a_busy_lock_times_out_and_names_the_lock(locks, which, kind):
+    holder = hold(locks[which], kind)
     clock = Clock()
     try:
         fd, busy = _dpkg_io.acquire_dpkg_lock(2, frontend=locks[0], database=locks[1], sleep=clock.sleep, clock=clock)
@@ -97,12 +99,13 @@ def test_deb_candidates_best_first_once_and_existing(tmp_path):
     assert _dpkg_io.deb_candidates([], "tops-sdk", "2.5.136-1", "amd64") == []
 
 
-def test_lock_busy_answers_without_waiting(locks):
+@pytest.mark.parametrize("kind", ["fcntl", "flock"])
+def test_lock_busy_answers_without_waiting(locks, kind):
     assert _dpkg_io.dpkg_lock_busy(*locks) is None
     # Free again afterwards: the reader gave both back.
     assert _dpkg_io.dpkg_lock_busy(*locks) is None
     for held in locks:
-        p = hold(held)
+        p = hold(held, kind)
         try:
             assert _dpkg_io.dpkg_lock_busy(*locks) == held
         finally:
