@@ -74,29 +74,35 @@ DECISIVE = (
 # says of what), when they are short (a path is detail).
 _CONTEXT = 2
 _CONTEXT_CHARS = 24
+# The detail's first words, what happened ("back from 2.5.140 to 2.5.136",
+# "restored to the state before the deploy (proven)", "deferred, nothing was changed").
+_HEAD_CHARS = 50
 _MARK = u"..."
 # Priorities of a detail's words, given up last to first: the decisive words,
-# the first clause (what happened), a decisive word's neighbours, the rest.
-_DECIDES, _REASON, _NEAR, _DETAIL = 0, 1, 2, 3
+# the detail's head, a decisive word's neighbours, the rest of the first
+# clause, the rest.
+_DECIDES, _HEAD, _NEAR, _REASON, _DETAIL = 0, 1, 2, 3, 4
 
 
 def _word_priorities(words):
     """Each word's priority: _DECIDES for a word a DECISIVE expression
-    touches; _REASON for the other words of the first clause (up to its first
-    '; ': what happened); _NEAR for a short word next to a decisive one;
-    _DETAIL for the rest."""
+    touches; _HEAD for the first clause's words within its first _HEAD_CHARS
+    characters; _REASON for the rest of the first clause (up to its first
+    '; ': what happened); _NEAR for a short word next to a decisive one (in
+    place of _REASON or _DETAIL); _DETAIL for the rest."""
     text = u" ".join(words)
     spans = [m.span() for _, rx in DECISIVE for m in rx.finditer(text)]
     prio, at, first_clause = [], 0, True
     for w in words:
         end = at + len(w)
         prio.append(_DECIDES if any(a < end and at < b for a, b in spans)
+                    else _HEAD if first_clause and end <= _HEAD_CHARS
                     else _REASON if first_clause else _DETAIL)
         first_clause = first_clause and not w.endswith(u";")
         at = end + 1
     for i in [i for i, p in enumerate(prio) if p == _DECIDES]:
         for j in range(max(i - _CONTEXT, 0), min(i + _CONTEXT + 1, len(prio))):
-            if prio[j] == _DETAIL and len(words[j]) <= _CONTEXT_CHARS:
+            if prio[j] > _NEAR and len(words[j]) <= _CONTEXT_CHARS:
                 prio[j] = _NEAR
     return prio
 
@@ -126,8 +132,8 @@ def _runs(prio, level):
 def cut_detail(text, width):
     """The detail in at most `width` characters, keeping the words that
     decide: words are given up lowest priority first (_word_priorities: the
-    rest, a decisive word's neighbours, the first clause, the decisive words
-    last), each from the middle of the longest run of words that can go
+    rest, the first clause, a decisive word's neighbours, the detail's head,
+    the decisive words last), each from the middle of the longest run of words that can go
     (counted in characters), and every run of words given up shows as one
     '...'; then words given up next to a kept one are taken back, most
     important and first first, while they fit. A word is never cut inside
@@ -138,7 +144,7 @@ def cut_detail(text, width):
     words = text.split(u" ")
     prio = _word_priorities(words)
     kept = [True] * len(words)
-    for level in (_DETAIL, _NEAR, _REASON, _DECIDES):
+    for level in (_DETAIL, _REASON, _NEAR, _HEAD, _DECIDES):
         while len(_render(words, kept)) > width:
             runs = [r for r in _runs(prio, level) if any(kept[i] for i in r)]
             if not runs:

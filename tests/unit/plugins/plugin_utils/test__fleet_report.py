@@ -143,12 +143,20 @@ with open(os.path.join(HERE, "..", "..", "fixtures", "reports", "deploy-failed-u
 @pytest.mark.parametrize("detail, width, kept, want", [
     # The issue's rollback with the revocation override: REVOKED and the override stay, and what went back where.
     (REVOKED_ROLLBACK, 103, ["back from 2.5.140 to 2.5.136", "REVOKED", "topsrider_rollback_allow_revoked=true"],
-     "back from 2.5.140 to 2.5.136 (snapshot ... proven; REVOKED ... topsrider_rollback_allow_revoked=true"),
+     "back from 2.5.140 to 2.5.136 (snapshot ... REVOKED ... to with topsrider_rollback_allow_revoked=true"),
     # The issue's failed deploy: the card that failed, its health, and what the run did.
-    (UNHEALTHY_DEPLOY, 103, ["restored to the state", "unhealthy", "GCU 3", "health gcu3"], None),
+    (UNHEALTHY_DEPLOY, 103, ["restored to the state before the", "unhealthy GCU(s): GCU 3", "health gcu3"], None),
     # dpkg's failure: the outcome, the verdict and the vendor's words; the paths go.
     (DPKG_FAILED, 103, ["restored to the state before the deploy (proven);", "failed (rc=1):", "SIMULATED postinst"],
      "restored to the state before the deploy (proven); ... failed (rc=1): tops-eccl: SIMULATED postinst ..."),
+    # A deferral: what happened and who holds which card (the end of a long command line goes).
+    ("deferred, nothing was changed: in use: pid 846 (root: /opt/venvs/train/bin/python -c import time, torch,"
+     " torch_gcu; torch.gcu.set_device(0); time.sleep(100000); print('x' * 80)) holds gcu0", 103,
+     ["deferred, nothing was changed: in use: pid 846", "holds gcu0"], None),
+    # A refusal keeps its first word where it was.
+    ("refused, nothing was changed: topsrider_env: ECCL_ALGO: the value 'x' is not one of ring, tree (the release's"
+     " env file lists them); fix the inventory and run again; the node keeps its env file as it is at 2.5.136", 103,
+     ["refused, nothing was changed: topsrider_env: ECCL_ALGO"], None),
     # Narrow: the decisive words alone.
     (REVOKED_ROLLBACK, 60, ["REVOKED", "topsrider_rollback_allow_revoked=true"], None),
     # A refusal whose verdict is at the end, after a long clause of detail.
@@ -156,8 +164,11 @@ with open(os.path.join(HERE, "..", "..", "fixtures", "reports", "deploy-failed-u
      ["refused,", "gcu7", "MISSING"], None),
     # Fits: as it is.
     ("deployed 2.5.140", 103, ["deployed 2.5.140"], "deployed 2.5.140"),
-    # Nothing decides: its start and its end, one '...' in the middle.
-    ("a b c d e f g h i j k l m n o p q r s t u v w x y z " * 4, 41, ["a b c", "x y z"], None),
+    # Nothing decides: its head, and the rest elided from the middle.
+    ("a b c d e f g h i j k l m n o p q r s t u v w x y z " * 4, 41, ["a b c d e f g h i j k l m n o p q r s"],
+     "a b c d e f g h i j k l m n o p q r s ..."),
+    ("a b c d e f g h i j k l m n o p q r s t u v w x y z " * 4, 75, ["a b c d e f g h i j k l m n o p q r s t u v w x y"],
+     "a b c d e f g h i j k l m n o p q r s t u v w x y z a b c d e ... v w x y z"),
 ])
 def test_a_cut_detail_keeps_the_words_that_decide(detail, width, kept, want):
     cut = _fleet_report.cut_detail(detail, width)
