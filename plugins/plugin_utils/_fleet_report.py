@@ -133,11 +133,11 @@ def cut_detail(text, width):
     """The detail in at most `width` characters, keeping the words that
     decide: words are given up lowest priority first (_word_priorities: the
     rest, the first clause, a decisive word's neighbours, the detail's head,
-    the decisive words last), each from the middle of the longest run of words that can go
-    (counted in characters), and every run of words given up shows as one
-    '...'; then words given up next to a kept one are taken back, most
-    important and first first, while they fit. A word is never cut inside
-    but one longer than the whole width, which keeps its start."""
+    the decisive words last), each from the middle of the longest run of
+    words that can go (counted in characters), and every run of words given
+    up shows as one '...'; then words given up next to a kept one are taken
+    back, most important and first first, while they fit. A word is never
+    cut inside but one longer than the whole width, which keeps its start."""
     text = _one_line(text)
     if len(text) <= width:
         return text
@@ -151,12 +151,12 @@ def cut_detail(text, width):
                 break
             longest = max(runs, key=lambda r: sum(len(words[i]) + 1 for i in r if kept[i]))
             # The middle of the run in characters, over all of its words (given up or not).
-            starts, at = {}, 0
+            centre, at = {}, 0
             for i in longest:
-                starts[i] = at + len(words[i]) / 2.0
+                centre[i] = at + len(words[i]) / 2.0
                 at += len(words[i]) + 1
             middle = at / 2.0
-            drop = min((i for i in longest if kept[i]), key=lambda i: (abs(starts[i] - middle), i))
+            drop = min((i for i in longest if kept[i]), key=lambda i: (abs(centre[i] - middle), i))
             kept[drop] = False
     for i in sorted(range(len(words)), key=lambda i: (prio[i], i)):
         # A word taken back joins what is kept: never an island between two '...'.
