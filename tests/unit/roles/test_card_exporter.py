@@ -431,13 +431,17 @@ if mode == "endless":
 if mode == "big":
     sys.stdout.buffer.write((b"y" * 999 + b"\\n") * 50000)  # 50 MB, then exit 0
     sys.exit(0)
+if mode == "random":
+    sys.stdout.buffer.write(os.urandom(65536))
+    sys.exit(0)
 if mode == "stderr":
     sys.stderr.write("Error: boom\\ntopsrider-card-exporter: reading recovered (exit failures before)\\n\\x1b[2J\\x00")
     sys.exit(1)
 out = subprocess.run([sys.executable, %(efsmi)r] + args, stdout=subprocess.PIPE, check=True).stdout.decode("utf-8")
 if "-q" in args:
     subs = {"ecc321": (r"(Total DBE\\s*: )0", "1" * 321), "mem400": (r"(Mem Size\\s*: )32768", "1" * 400),
-            "cold": (r"(GCU Temp\\s*: )30", "-300"), "util": (r"(GCU Usage\\s*: )0\\.0", "250.0")}
+            "cold": (r"(GCU Temp\\s*: )30", "-300"), "util": (r"(GCU Usage\\s*: )0\\.0", "250.0"),
+            "nan": (r"(Cur Power\\s*: )48", "nan")}
     if mode in subs:
         pattern, value = subs[mode]
         out = re.sub(pattern, lambda m: m.group(1) + value, out, count=1)
@@ -474,6 +478,8 @@ def state_lines(log):
 
 
 @pytest.mark.parametrize("mode, metric, reason", [
+    ("random", "topsrider_card_temperature_celsius", "parse"),
+    ("nan", "topsrider_card_power_watts", "parse"),
     ("ecc321", "topsrider_card_ecc_uncorrected_errors_total", "out_of_range"),
     ("cold", "topsrider_card_temperature_celsius", "out_of_range"),
     ("util", "topsrider_card_utilization_ratio", "out_of_range"),
@@ -491,12 +497,12 @@ def test_a_value_out_of_range_fails_the_reading_and_the_last_good_one_stays(node
     assert sum(errors(text, r) for r in _card_metrics.ERROR_REASONS) == errors(text, reason)
     assert errors(text, reason) <= reads
     # the last good value stays and its age grows: the card of the bad value only (or every card,
-    # where the number cannot be parsed at all: the 400-digit memory size fails the whole reading)
+    # where the output cannot be parsed at all: random bytes, a power of "nan", a 400-digit memory size)
     assert value(text, metric, bus_id="0000:3d:00.0") == before
     first = value(text, "topsrider_card_reading_age_seconds", bus_id="0000:3d:00.0")
     assert first >= 0.4
     other = value(text, "topsrider_card_reading_age_seconds", bus_id="0000:3e:00.0")
-    assert (other < first) == (mode != "mem400")
+    assert (other < first) == (mode not in ("mem400", "random", "nan"))
     later = e.until(lambda t: value(t, "topsrider_card_reading_age_seconds", bus_id="0000:3d:00.0") > first + 0.3)
     assert errors(later, reason) > errors(text, reason)
     (node.tmp / "mode").write_text("normal")
@@ -582,3 +588,40 @@ def test_a_card_is_its_bus_id(node, exporters):
     assert value(text, "topsrider_card_reading_age_seconds", bus_id="0000:3e:00.0") < 1.0
     rc, log = e.stop()
     assert rc == 0 and state_lines(log) == [], log
+
+
+def load_daemon():
+    """The daemon's file as a module (it has no .py suffix), for what needs a reading made to raise."""
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader("topsrider_card_exporter", DAEMON)
+    spec = importlib.util.spec_from_loader("topsrider_card_exporter", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def test_an_exception_inside_a_reading_is_counted_and_logged_once(node, tmp_path, capsys, monkeypatch):
+    daemon = load_daemon()
+    from ansible_collections.gcu.topsrider.plugins.module_utils import _card_jobs
+    args = daemon.argparse.Namespace(vendor="enflame", tool=str(node.tool), pci_root=node.env["SIM_PCI_ROOT"],
+                                     jobs_dir=str(tmp_path / "jobs"), interval=15.0, timeout=10.0)
+    e = daemon.Exporter(args, _card_metrics, _card_jobs)
+    e.read_once()
+    assert e.stats["errors"] == {} and len(e.entries) == 4
+    good = dict((k, t) for k, (_e, t) in e.entries.items())
+
+    def broken(*_a, **_k):
+        raise RuntimeError("a bug\nwith a second line")
+    monkeypatch.setattr(_card_metrics, "snapshot", broken)
+    for _n in range(3):
+        e.read_once()
+    assert e.stats["reads"] == 4 and e.stats["errors"] == {"internal": 3}
+    assert dict((k, t) for k, (_e, t) in e.entries.items()) == good  # the last good entries stay
+    text = checked(e.scrape().decode())
+    assert errors(text, "internal") == 3
+    monkeypatch.undo()
+    e.read_once()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["topsrider-card-exporter: reading fails (internal): RuntimeError: a bug\\nwith a second line",
+                     "topsrider-card-exporter: reading recovered (internal failures before)"], lines
