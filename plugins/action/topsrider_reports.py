@@ -123,7 +123,7 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail("topsrider_reports: %s" % e)
         if args["show"]:
             display.display(args["show"].rstrip("\n"))
-        if any(_LATEST.search(p) for p, _ in args["files"]) and not _callback_loaded():
+        if any(_LATEST.search(p) for p, dummy in args["files"]) and not _callback_loaded():
             result["warnings"] = [NO_CALLBACK]
         # The run's own output on the controller, not a change to the fleet.
         result.update(changed=False, written=written)

@@ -21,6 +21,7 @@ Ansible imports.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import math
 import os
 import re
 import shutil
@@ -262,7 +263,7 @@ def checked_value(metric, value):
         return None
     v = float(value)
     low, high = VALUE_RANGES[metric]
-    if v != v or not low <= v <= high:  # v != v: NaN; an infinity is outside every range
+    if math.isnan(v) or not low <= v <= high:  # an infinity is outside every range
         return None
     return v
 
@@ -352,7 +353,7 @@ def format_value(value):
     if isinstance(value, int):
         return str(value)
     v = float(value)
-    if v != v:
+    if math.isnan(v):
         return "NaN"
     if v in (float("inf"), float("-inf")):
         return "+Inf" if v > 0 else "-Inf"

@@ -91,7 +91,7 @@ def _word_priorities(words):
     '; ': what happened); _NEAR for a short word next to a decisive one (in
     place of _REASON or _DETAIL); _DETAIL for the rest."""
     text = u" ".join(words)
-    spans = [m.span() for _, rx in DECISIVE for m in rx.finditer(text)]
+    spans = [m.span() for dummy, rx in DECISIVE for m in rx.finditer(text)]
     prio, at, first_clause = [], 0, True
     for w in words:
         end = at + len(w)

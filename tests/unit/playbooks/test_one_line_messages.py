@@ -30,12 +30,10 @@ def _messages(node):
                     if isinstance(args.get(key), str):
                         yield node.get("name"), key, args[key]
         for value in node.values():
-            for found in _messages(value):
-                yield found
+            yield from _messages(value)
     elif isinstance(node, list):
         for value in node:
-            for found in _messages(value):
-                yield found
+            yield from _messages(value)
 
 
 def _text_outside_tags(template):
@@ -51,7 +49,7 @@ MESSAGES = [(os.path.relpath(path, TOP), name, key, text)
 
 def test_the_scan_finds_the_messages():
     assert len(MESSAGES) > 30
-    assert any(path == "playbooks/deploy.yml" and name == "Fail this host" for path, name, _, _ in MESSAGES)
+    assert any(path == "playbooks/deploy.yml" and name == "Fail this host" for path, name, dummy, dummy2 in MESSAGES)
 
 
 def test_a_line_break_outside_a_tag_is_seen():
@@ -76,12 +74,10 @@ def _walk_tasks(node):
         if "name" in node and any(a in node for a in _ACTIONS):
             yield node
         for value in node.values():
-            for task in _walk_tasks(value):
-                yield task
+            yield from _walk_tasks(value)
     elif isinstance(node, list):
         for value in node:
-            for task in _walk_tasks(value):
-                yield task
+            yield from _walk_tasks(value)
 
 
 @pytest.mark.parametrize("written, failure, words", [
