@@ -95,7 +95,7 @@ collection-link:
 setup: venv docker sim-image sim-image-bullseye sim-image-systemd bundles collection-link
 
 # ---- tests ------------------------------------------------------------------
-test: setup changelog-lint docs-lint test-pool
+test: test-pool
 	@echo "make test: all passed$(if $(TEST_SLOW), (with the slow scenarios))"
 
 lint: venv collection-link
@@ -122,12 +122,14 @@ docs-lint: venv collection-link
 units: venv collection-link
 	$(VENV)/bin/python -m pytest -q tests/unit
 
-# The same on ansible-core 2.21 (.venv-2.21 first on PATH: the units run its
-# ansible-playbook), with an ANSIBLE_HOME and temp of its own and no pytest
+# The units that drive ansible-core (tests/unit/conftest.py says which: a
+# playbook run, a module's argument handling, an action, filter or callback
+# plugin) again on ansible-core 2.21 (.venv-2.21 first on PATH: the units run its
+# ansible-playbook); the rest cannot differ there and runs once. With an ANSIBLE_HOME and temp of its own and no pytest
 # cache, since make units runs beside it in the pool.
 .PHONY: units-2.21 sanity-2.21 molecule-default-2.21
 units-2.21: venv-2.21 collection-link
-	PATH=$(VENV_2_21)/bin:$$PATH ANSIBLE_HOME=$(CURDIR)/.cache/ansible-home-2.21 \
+	PATH=$(VENV_2_21)/bin:$$PATH TOPSRIDER_UNITS=ansible-core ANSIBLE_HOME=$(CURDIR)/.cache/ansible-home-2.21 \
 	  ANSIBLE_LOCAL_TEMP=$(CURDIR)/.cache/ansible-tmp-2.21 \
 	  $(VENV_2_21)/bin/python -m pytest -q -p no:cacheprovider tests/unit
 
@@ -166,10 +168,10 @@ molecule-default-2.21: venv-2.21 collection-link
 # faults and alerts, drift's service finding): 132 s alone on the 2-core machine,
 # 2026-11-26 (273 s beside drift), so after eccl_probe.
 SLOW_SCENARIOS := slurm rollback_truth staging fabric drift dist_launch
-FAST_POOL := make:readme-test make:sanity-2.21 make:units-2.21 fleet make:installed-test make:sanity signing eccl_probe \
+FAST_POOL := make:changelog-lint make:docs-lint make:readme-test make:sanity-2.21 make:units-2.21 fleet make:installed-test make:sanity signing eccl_probe \
              metrics bullseye default make:molecule-default-2.21 make:units nvidia_node gcu_devices bad_input deb_bundle \
              make:perf-check make:lint make:importer
-FULL_POOL := slurm rollback_truth fabric make:readme-test make:sanity-2.21 make:units-2.21 staging fleet \
+FULL_POOL := make:changelog-lint make:docs-lint slurm rollback_truth fabric make:readme-test make:sanity-2.21 make:units-2.21 staging fleet \
              make:installed-test drift dist_launch make:sanity signing eccl_probe metrics bullseye default make:molecule-default-2.21 \
              make:units nvidia_node gcu_devices bad_input deb_bundle make:perf-check make:lint make:importer
 
@@ -177,9 +179,15 @@ FULL_POOL := slurm rollback_truth fabric make:readme-test make:sanity-2.21 make:
 molecule: setup
 	@MOLECULE_SCENARIOS="$${MOLECULE_SCENARIOS:-$(filter-out make:%,$(FAST_POOL))}" scripts/molecule-all.sh
 
+# make test does its set-up inside the pool (POOL_SETUP): two chains of
+# set-up targets run beside the jobs, and each job starts once what it needs
+# is made (scripts/molecule-all.sh), so the units and the linters run while
+# the simulator's images are built.
+SETUP_CHAINS = venv collection-link venv-2.21; docker sim-image bundles $(if $(TEST_SLOW),slurm-image) sim-image-systemd \
+               sim-image-bullseye
 .PHONY: test-pool
-test-pool: setup venv-2.21 $(if $(TEST_SLOW),slurm-image)
-	@MOLECULE_SCENARIOS="$(if $(TEST_SLOW),$(FULL_POOL),$(FAST_POOL))" scripts/molecule-all.sh
+test-pool:
+	@POOL_SETUP="$(SETUP_CHAINS)" MOLECULE_SCENARIOS="$(if $(TEST_SLOW),$(FULL_POOL),$(FAST_POOL))" scripts/molecule-all.sh
 
 .PHONY: test-slow
 test-slow: setup slurm-image

@@ -20,9 +20,60 @@
 # time. After the first failure no new job starts; the ones running finish,
 # then the failed scenarios' failed tests are printed last (from the
 # verifier's JUnit file), where a CI log's tail shows them.
+#
+# POOL_SETUP (make test's pool sets it): the set-up, as chains of make
+# targets separated by ";", e.g. "venv collection-link; docker sim-image
+# bundles". Each chain runs in order, beside the others and beside the jobs
+# (much of the set-up waits on the network and the disk), and a job starts
+# once the set-up targets it needs are made (needs_of below): the units and
+# the linters run while the simulator's images are still being built. A job
+# needing a target that no chain makes takes it as made (the caller did the
+# set-up). A failed set-up target fails the pool like a failed job.
+#
+# A scenario (or make job) holds /tmp/topsrider-scn-<name>.lock while it
+# runs, so two pools on one machine (two checkouts) never run the same
+# scenario's containers at once: the second waits.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
+# The set-up targets a job needs: the venvs, Docker with the host tools the
+# units use, the simulator's images its molecule.yml names, the bundles.
+image_target() {
+  case $1 in
+    topsrider-sim/node:*) echo sim-image ;;
+    topsrider-sim/node-bullseye:*) echo sim-image-bullseye ;;
+    topsrider-sim/node-systemd:*) echo sim-image-systemd ;;
+    topsrider-sim/slurm:*) echo slurm-image ;;
+    *) echo "molecule-all: no set-up target makes image $1" >&2; return 1 ;;
+  esac
+}
+needs_of() {
+  local image images
+  case $1 in
+    make:units) echo "venv collection-link docker" ;;
+    make:units-2.21) echo "venv-2.21 collection-link docker" ;;
+    make:sanity-2.21) echo "venv-2.21" ;;
+    make:molecule-default-2.21) echo "venv-2.21 collection-link docker sim-image bundles" ;;
+    make:readme-test|make:installed-test|make:perf-check) echo "venv collection-link docker sim-image bundles" ;;
+    make:*) echo "venv collection-link" ;;
+    *)
+      echo "venv collection-link docker bundles"
+      # A scenario without platforms of its own has the base config's.
+      images=$(sed -n 's/^ *image: *//p' "molecule/$1/molecule.yml" | sort -u)
+      [ -n "$images" ] || images=$(sed -n 's/^ *image: *//p' .config/molecule/config.yml | sort -u)
+      for image in $images; do
+        image_target "$image"
+      done
+      ;;
+  esac
+}
+# scripts/molecule-all.sh --needs JOB...: what each job needs, a line each
+# (tests/unit/test_test_pools.py checks the table against the Makefile).
+if [ "${1:-}" = --needs ]; then
+  shift
+  for job in "$@"; do echo "$job: $(needs_of "$job" | tr '\n' ' ')"; done
+  exit 0
+fi
 if [ -n "${MOLECULE_SCENARIOS:-}" ]; then
   scenarios=$MOLECULE_SCENARIOS
 else
@@ -33,7 +84,11 @@ fi
 jobs=${MOLECULE_JOBS:-2}
 junit_dir=$top/.cache/molecule-junit
 logs=$top/.cache/molecule-logs
+ready=$top/.cache/pool-setup
 mkdir -p "$junit_dir" "$logs"
+rm -rf "$ready"
+mkdir -p "$ready"
+pool_start=$(date +%s)
 
 declare -A pid_of=() start_of=()
 failed=()
@@ -41,16 +96,62 @@ label() {
   if [ "${1#make:}" != "$1" ]; then echo "make ${1#make:}"; else echo "molecule test -s $1"; fi
 }
 
+# ---- set-up chains -----------------------------------------------------------
+setup_targets=" "
+setup_pids=()
+IFS=';' read -r -a chains <<<"${POOL_SETUP:-}"
+for chain in "${chains[@]}"; do
+  for t in $chain; do setup_targets+="$t "; done
+done
+
+run_chain() {
+  local t t0 rc rest
+  for t in "$@"; do
+    t0=$(date +%s)
+    rc=0
+    make --no-print-directory "$t" >"$logs/setup-$t.log" 2>&1 || rc=$?
+    if [ "$rc" -eq 0 ]; then
+      echo "=== make $t (set-up) done in $(( $(date +%s) - t0 ))s, $(( $(date +%s) - pool_start ))s into the pool"
+      : >"$ready/$t"
+    else
+      echo "=== make $t (set-up) failed after $(( $(date +%s) - t0 ))s; its output:"
+      cat "$logs/setup-$t.log"
+      : >"$ready/$t.failed"
+      # The chain's later targets are never made: the jobs that need them fail too.
+      for rest in "$@"; do [ -e "$ready/$rest" ] || [ -e "$ready/$rest.failed" ] || : >"$ready/$rest.not-made"; done
+      return 1
+    fi
+  done
+}
+
+# 0: every target the job needs is made; 1: one is still being made; 2: one failed.
+job_state() {
+  local t
+  for t in $(needs_of "$1"); do
+    case "$setup_targets" in *" $t "*) ;; *) continue ;; esac
+    [ -e "$ready/$t.failed" ] || [ -e "$ready/$t.not-made" ] && return 2
+    [ -e "$ready/$t" ] || return 1
+  done
+  return 0
+}
+
+for chain in "${chains[@]}"; do
+  # shellcheck disable=SC2086
+  [ -n "${chain// }" ] && { run_chain $chain & setup_pids+=("$!"); }
+done
+
+# ---- jobs --------------------------------------------------------------------
 run_one() {
-  local s=$1
+  local s=$1 lock=/tmp/topsrider-scn-${1#make:}.lock
   rm -f "$junit_dir/$s.xml"
   if [ "${s#make:}" != "$s" ]; then
-    make --no-print-directory -o setup "${s#make:}" >"$logs/$s.log" 2>&1
+    flock "$lock" make --no-print-directory -o setup "${s#make:}" >"$logs/$s.log" 2>&1
     return
   fi
   # Each scenario its own ANSIBLE_HOME: molecule installs the collection into
   # it, and two installs into one directory at once would race.
-  ANSIBLE_HOME=${ANSIBLE_HOME:-$top/.cache/ansible-home}/molecule-$s molecule test -s "$s" >"$logs/$s.log" 2>&1
+  ANSIBLE_HOME=${ANSIBLE_HOME:-$top/.cache/ansible-home}/molecule-$s \
+    flock "$lock" molecule test -s "$s" >"$logs/$s.log" 2>&1
 }
 
 finish_one() {
@@ -65,35 +166,61 @@ finish_one() {
   fi
 }
 
-# Wait for any one running scenario to end; report it.
-reap() {
-  local s rc
-  while true; do
-    for s in "${!pid_of[@]}"; do
-      if ! kill -0 "${pid_of[$s]}" 2>/dev/null; then
-        rc=0
-        wait "${pid_of[$s]}" || rc=$?
-        unset "pid_of[$s]"
-        finish_one "$s" "$rc"
-        return
-      fi
-    done
-    sleep 2
+# Report every running job that has ended; 0 when one had.
+reap_ended() {
+  local s rc any=1
+  for s in "${!pid_of[@]}"; do
+    if ! kill -0 "${pid_of[$s]}" 2>/dev/null; then
+      rc=0
+      wait "${pid_of[$s]}" || rc=$?
+      unset "pid_of[$s]"
+      finish_one "$s" "$rc"
+      any=0
+    fi
   done
+  return "$any"
 }
 
-for s in $scenarios; do
-  [ "${#failed[@]}" -eq 0 ] || break
-  while [ "${#pid_of[@]}" -ge "$jobs" ]; do reap; done
-  [ "${#failed[@]}" -eq 0 ] || break
-  echo "=== $(label "$s"): started (log: ${logs#"$top"/}/$s.log)"
-  start_of[$s]=$(date +%s)
-  run_one "$s" &
-  pid_of[$s]=$!
+# shellcheck disable=SC2206
+pending=($scenarios)
+setup_failed=""
+while [ "${#pending[@]}" -gt 0 ] && [ "${#failed[@]}" -eq 0 ] && [ -z "$setup_failed" ]; do
+  if [ "${#pid_of[@]}" -lt "$jobs" ]; then
+    # The first job in the given order whose set-up is made.
+    pick=-1
+    for i in "${!pending[@]}"; do
+      st=0
+      job_state "${pending[$i]}" || st=$?
+      if [ "$st" -eq 2 ]; then setup_failed=${pending[$i]}; break; fi
+      if [ "$st" -eq 0 ]; then pick=$i; break; fi
+    done
+    [ -z "$setup_failed" ] || break
+    if [ "$pick" -ge 0 ]; then
+      s=${pending[$pick]}
+      unset "pending[$pick]"
+      pending=("${pending[@]}")
+      echo "=== $(label "$s"): started $(( $(date +%s) - pool_start ))s into the pool (log: ${logs#"$top"/}/$s.log)"
+      start_of[$s]=$(date +%s)
+      run_one "$s" &
+      pid_of[$s]=$!
+      continue
+    fi
+  fi
+  reap_ended || sleep 2
 done
-while [ "${#pid_of[@]}" -gt 0 ]; do reap; done
+while [ "${#pid_of[@]}" -gt 0 ]; do reap_ended || sleep 2; done
+setup_rc=0
+for p in "${setup_pids[@]}"; do wait "$p" || setup_rc=1; done
+[ -z "$setup_failed" ] || echo "=== the set-up that $(label "$setup_failed") needs failed: no job started after it"
+echo "=== pool: $(( $(date +%s) - pool_start ))s"
 
-if [ "${#failed[@]}" -gt 0 ]; then
+if [ "${#failed[@]}" -gt 0 ] || [ "$setup_rc" -ne 0 ]; then
+  for t in "$ready"/*.failed; do
+    [ -e "$t" ] || continue
+    t=$(basename "$t" .failed)
+    echo "=== make $t (set-up) failed; the end of its output:"
+    tail -n 40 "$logs/setup-$t.log"
+  done
   for s in "${failed[@]}"; do
     if [ "${s#make:}" != "$s" ]; then
       echo "=== make ${s#make:} failed; the end of its output:"

@@ -1,5 +1,6 @@
 """Make gcu.topsrider importable from the checkout (as ansible_collections.gcu.topsrider)."""
 import os
+import re
 import subprocess
 import sys
 
@@ -20,6 +21,44 @@ if COLLECTIONS not in sys.path:
 
 FIXTURES = os.path.join(TOP, "tests", "unit", "fixtures")
 
+
+# TOPSRIDER_UNITS=ansible-core (make units-2.21): only the test files that
+# drive ansible-core, where a second ansible-core can behave differently: a
+# playbook run (run_play, stock_env, an ansible-* command), a module's
+# argument handling, an action, filter, callback or lookup plugin, code that
+# imports ansible. The rest (the simulator, the exporter, the node-side
+# scripts, pure module_utils, docs and rules) runs once, on make units.
+# A file that reaches ansible-core only through another test file's helper
+# says so with `pytestmark = pytest.mark.ansible_core`.
+DRIVES_ANSIBLE_CORE = re.compile(
+    r"^\s*(?:from|import)\s+ansible(?:\.|\s|$)|\brun_play\(|\bstock_env\("
+    r"|ansible-(?:playbook|galaxy|doc|inventory|test|config|lint)\b"
+    r"|plugins\.(?:modules|action|filter|callback|lookup|inventory|test|plugin_utils)\b"
+    r"|^\s*(?:from\s+utils\s+import|import\s+utils\b)|\bmark\.ansible_core\b", re.M)
+
+
+def drives_ansible_core(path):
+    with open(path) as f:
+        return bool(DRIVES_ANSIBLE_CORE.search(f.read()))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "ansible_core: the file drives ansible-core through another file's helper")
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("TOPSRIDER_UNITS") != "ansible-core":
+        return
+    seen = {}
+    keep, drop = [], []
+    for item in items:
+        path = str(item.fspath)
+        if path not in seen:
+            seen[path] = drives_ansible_core(path)
+        (keep if seen[path] else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 def run_play(tmp_path, tasks, extra_vars=None, config=None, args=()):
     """One play of `tasks` on localhost, by ansible-playbook with the checkout's

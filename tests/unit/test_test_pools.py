@@ -3,6 +3,7 @@ molecule scenario is in CI's pool or named as left out, and CI runs the pool
 with the slow scenarios."""
 import os
 import re
+import subprocess
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 # Every scenario runs in CI.
@@ -35,7 +36,7 @@ def test_the_full_pool_is_make_test_pool_plus_the_slow_scenarios():
     assert not set(lists["FAST_POOL"]) & set(lists["SLOW_SCENARIOS"])
     # make test's other checks run in the pool too
     assert {"make:lint", "make:sanity", "make:units", "make:readme-test", "make:installed-test",
-            "make:perf-check"} <= set(lists["FAST_POOL"])
+            "make:perf-check", "make:changelog-lint", "make:docs-lint", "make:importer"} <= set(lists["FAST_POOL"])
     # and the ones on the second ansible-core (issue 30)
     assert {"make:units-2.21", "make:sanity-2.21", "make:molecule-default-2.21"} <= set(lists["FAST_POOL"])
 
@@ -54,3 +55,78 @@ def test_ci_runs_make_test_with_the_slow_scenarios():
     text = makefile_lists()[0]
     assert re.search(r"^test: .*\btest-pool\b", text, re.M)
     assert "$(if $(TEST_SLOW),$(FULL_POOL),$(FAST_POOL))" in text
+
+
+def setup_chains(text, slow):
+    """SETUP_CHAINS as the pool gets it: a list of chains, each a list of targets."""
+    m = re.search(r"^SETUP_CHAINS\s*=(.*)$", text, re.M)
+    assert m, "Makefile has no SETUP_CHAINS"
+    value = re.sub(r"\$\(if \$\(TEST_SLOW\),([^)]*)\)", r"\1" if slow else "", m.group(1))
+    return [chain.split() for chain in value.split(";")]
+
+
+def needs(jobs):
+    out = subprocess.run([os.path.join(TOP, "scripts", "molecule-all.sh"), "--needs"] + jobs, cwd=TOP, check=True,
+                         stdout=subprocess.PIPE, universal_newlines=True).stdout
+    # "JOB: target target ...", a job's name may hold a colon (make:units)
+    return dict((line.split(": ", 1)[0], line.split(": ", 1)[1].split()) for line in out.splitlines())
+
+
+def test_every_job_of_a_pool_has_its_set_up_made_by_the_pools_chains():
+    """make test does its set-up inside the pool: every set-up target a job
+    needs (its venv, Docker and the host tools, the image its molecule.yml or
+    the base config names) is made by one of the pool's chains, so no job
+    waits for a target nobody makes, or starts before its image exists."""
+    text, lists = makefile_lists()
+    for pool, slow in (("FAST_POOL", False), ("FULL_POOL", True)):
+        made = [t for chain in setup_chains(text, slow) for t in chain]
+        assert len(made) == len(set(made)), made
+        for job, targets in needs(lists[pool]).items():
+            assert targets, job
+            missing = set(targets) - set(made)
+            assert not missing, "%s in %s needs %s, which no chain of SETUP_CHAINS makes" % (job, pool, missing)
+
+
+def test_set_up_chains_are_make_targets_in_their_prerequisites_order():
+    """A chain makes a target after the targets it depends on in the
+    Makefile (the images after docker, the systemd and Slurm images after the
+    node image), so a chain never makes a prerequisite twice at once with
+    another chain."""
+    text = makefile_lists()[0]
+    chains = setup_chains(text, True)
+    position = dict((t, (i, j)) for i, chain in enumerate(chains) for j, t in enumerate(chain))
+    for target, (chain, place) in position.items():
+        m = re.search(r"^%s:([^=\n]*)$" % re.escape(target), text, re.M)
+        assert m, "%s is not a make target" % target
+        for prerequisite in m.group(1).split():
+            if prerequisite in position:
+                assert position[prerequisite][0] == chain and position[prerequisite][1] < place, \
+                    "%s needs %s: it must come earlier in the same chain" % (target, prerequisite)
+
+
+def test_a_scenario_without_an_image_of_its_own_needs_the_base_configs():
+    got = needs(["default", "bullseye", "metrics", "slurm", "make:units", "make:lint"])
+    assert got["default"] == ["venv", "collection-link", "docker", "bundles", "sim-image"]
+    assert got["bullseye"][-1] == "sim-image-bullseye"
+    assert got["metrics"][-1] == "sim-image-systemd"
+    assert got["slurm"][-1] == "slurm-image"
+    assert got["make:units"] == ["venv", "collection-link", "docker"]
+    assert got["make:lint"] == ["venv", "collection-link"]
+
+
+def test_the_units_on_ansible_core_2_21_are_the_ones_that_drive_it():
+    """make units-2.21 runs the files conftest's rule selects: every test of
+    a module, an action, a filter, every playbook run (the callback's tests among them); not the
+    simulator's or the node-side scripts' tests."""
+    import conftest
+    makefile = makefile_lists()[0]
+    assert re.search(r"^units-2\.21:.*\n\t.*TOPSRIDER_UNITS=ansible-core", makefile, re.M)
+    unit = os.path.join(TOP, "tests", "unit")
+    for sub in ("plugins/modules", "plugins/action", "plugins/filter", "playbooks"):
+        for name in os.listdir(os.path.join(unit, sub)):
+            if name.startswith("test_") and name.endswith(".py"):
+                assert conftest.drives_ansible_core(os.path.join(unit, sub, name)), (sub, name)
+    for name in os.listdir(os.path.join(unit, "sim")):
+        if name.startswith("test_"):
+            assert not conftest.drives_ansible_core(os.path.join(unit, "sim", name)), name
+    assert not conftest.drives_ansible_core(os.path.join(unit, "roles", "test_slurm_gate.py"))

@@ -14,6 +14,9 @@ from gpg_keys import signed_list
 import test_deb_bundle
 from test_deb_bundle import PKGS, V136, run
 
+# deb_bundle run as Ansible runs a module, through test_deb_bundle's helper.
+pytestmark = pytest.mark.ansible_core
+
 # test_deb_bundle's fixture (a fake dpkg, the two sample bundles), shared.
 env = test_deb_bundle.env
 

@@ -10,6 +10,9 @@ import pytest
 
 from test_eccl_probe import alive, codes, collective, libdir, node, run  # noqa: F401 pylint: disable=unused-import
 
+# eccl_probe run as Ansible runs a module, through test_eccl_probe's helper.
+pytestmark = pytest.mark.ansible_core
+
 
 def test_job_share_starts_global_ranks_and_counts_the_job_in_busbw(node, libdir, tmp_path):
     failed, r = collective(node, libdir, tmp_path, env={"FAKE_GCU_DEVICES": "2"}, world_size=2,
