@@ -6,9 +6,11 @@ and their hardening (no capability); a job file written by the Slurm gate's
 own writer maps the job to its cards in Prometheus; the faults simctl makes (SIMULATOR) reach Prometheus's
 API within two scrape intervals plus the exporter's reading interval, and the
 matching alert rules of contrib/prometheus/topsrider-cards.yml are pending or
-firing one evaluation later; a hung tool is staleness, never a hung scrape; a
-re-run of the role changes nothing; a stopped exporter is
-TopsRiderCardExporterDown and a drift.yml finding of category service.
+firing one evaluation later; a hung tool is staleness, never a hung scrape; an
+endless tool output is cut and counted (too_large) with no restart, every
+scrape answered and the memory within issue 48's goal; a re-run of the role
+changes nothing; a stopped exporter is TopsRiderCardExporterDown and a
+drift.yml finding of category service.
 
 The tests run in file order: each leaves the nodes as the next one expects."""
 import json
@@ -270,6 +272,81 @@ def test_a_hung_tool_is_staleness_not_a_hung_scrape():
            "fresh readings again")
 
 
+def unit_state(node):
+    """systemd's view of the exporter (MainPID, NRestarts, MemoryMax, MemoryCurrent) and its
+    process's VmRSS and VmHWM (the peak RSS), in KiB."""
+    props = dict(line.split("=", 1) for line in sh(node, "systemctl show %s -p MainPID -p NRestarts -p MemoryMax "
+                                                         "-p MemoryCurrent" % UNIT).splitlines())
+    status = sh(node, "cat /proc/%s/status" % props["MainPID"])
+    kib = dict((k, int(v)) for k, v in re.findall(r"^(VmRSS|VmHWM):\s+(\d+) kB$", status, re.M))
+    return props, kib
+
+
+def cgroup_memory(node, pid):
+    """(limit, peak) in bytes of the memory cgroup that holds `pid` (the unit's): cgroup v1's memory controller
+    (this project's hosts), else the unified hierarchy's memory.max and memory.peak."""
+    lines = [line.split(":", 2) for line in sh(node, "cat /proc/%s/cgroup" % pid).splitlines()]
+    v1 = [path for _num, controllers, path in lines if "memory" in controllers.split(",")]
+    if v1:
+        d = "/sys/fs/cgroup/memory" + v1[0]
+        limit, peak = sh(node, "cat %s/memory.limit_in_bytes %s/memory.max_usage_in_bytes" % (d, d)).split()
+    else:
+        d = "/sys/fs/cgroup" + [path for num, controllers, path in lines if num == "0"][0]
+        limit, peak = sh(node, "cat %s/memory.max %s/memory.peak" % (d, d)).split()
+    return int(limit), int(peak)
+
+
+# The endless output's window: four scrapes and readings at least, and seconds, not minutes (CI's time budget).
+ENDLESS_WINDOW = 16
+# issue 48's goal: the exporter's peak RSS at most 64 MB over its idle RSS.
+MAX_OVER_IDLE_KIB = 64 * 1024
+
+
+def test_an_endless_tool_output_is_cut_and_counted_without_a_restart_and_within_the_memory_goal():
+    """The vendor tool prints without end: each reading is cut at the exporter's cap (too_large), the service
+    is neither killed nor restarted, its memory stays within the goal, every scrape answers; then it recovers."""
+    too_large = 'topsrider_exporter_read_errors_total{node="%s",reason="too_large"}' % NODE1
+    before = value(too_large) or 0
+    idle, idle_kib = unit_state(NODE1)
+    # the role's default limit, in the kernel too: a regression that grows is killed in the unit, never a
+    # node-wide OOM
+    assert (idle["NRestarts"], idle["MemoryMax"]) == ("0", str(128 * 1024 * 1024)), idle
+    assert cgroup_memory(NODE1, idle["MainPID"])[0] == 128 * 1024 * 1024
+    # The simulator's efsmi made to print without end for the window (the image's own file, swapped by an atomic
+    # rename and renamed back: no image rebuild for a control of its own); the exporter finds it at each reading.
+    sh(NODE1, "printf '#!/bin/sh\\n# SIMULATED endless output\\nexec yes \"    GCU Temp : 30 C\"\\n' "
+              ">/usr/sbin/efsmi.endless && chmod 0755 /usr/sbin/efsmi.endless && cp -p /usr/sbin/efsmi /usr/sbin/efsmi.sim "
+              "&& mv -f /usr/sbin/efsmi.endless /usr/sbin/efsmi")
+    started = time.monotonic()
+    try:
+        time.sleep(ENDLESS_WINDOW)
+        since = "%ds" % (time.monotonic() - started)
+        during, during_kib = unit_state(NODE1)
+        grown = during_kib["VmHWM"] - idle_kib["VmRSS"]
+        with open(os.path.join(TOP, ".cache", "molecule-logs", "metrics-times.txt"), "a") as f:
+            f.write("endless output, %d s: exporter RSS idle %d KiB, peak %d KiB (%+d KiB); the unit's cgroup "
+                    "(the tool too) %s bytes idle, peak %d bytes\n" % (
+                        ENDLESS_WINDOW, idle_kib["VmRSS"], during_kib["VmHWM"], grown, idle["MemoryCurrent"],
+                        cgroup_memory(NODE1, during["MainPID"])[1]))
+        # the same process throughout, never restarted, under the goal
+        assert (during["MainPID"], during["NRestarts"]) == (idle["MainPID"], "0"), (idle, during)
+        assert grown <= MAX_OVER_IDLE_KIB, (idle_kib, during_kib)
+        # every scrape in the window answered (one every SCRAPE seconds), none slower than the tool's timeout
+        sel = '{job="topsrider-cards",node="%s"}' % NODE1
+        assert value("min_over_time(up%s[%s])" % (sel, since)) == 1
+        assert value("count_over_time(up%s[%s])" % (sel, since)) >= ENDLESS_WINDOW // SCRAPE - 1
+        assert value("max_over_time(scrape_duration_seconds%s[%s])" % (sel, since)) < TIMEOUT
+        # each reading cut and counted (the last scrape may not have seen the newest)
+        took = within(VALUES_WITHIN, lambda: (value(too_large) or 0) - before >= ENDLESS_WINDOW // INTERVAL // 2,
+                      "the endless outputs counted as too_large")
+        print("too_large counted within %.1f s" % took)
+    finally:
+        sh(NODE1, "mv -f /usr/sbin/efsmi.sim /usr/sbin/efsmi")
+    within(VALUES_WITHIN + TIMEOUT, lambda: (value('topsrider_card_reading_age_seconds{node="%s",card="0"}' % NODE1)
+                                             or 99) <= INTERVAL + SCRAPE, "fresh readings again after the endless output")
+    assert unit_state(NODE1)[0]["MainPID"] == idle["MainPID"]
+
+
 def test_a_rerun_of_the_role_changes_nothing():
     rc, out = playbook(os.path.join(TOP, "molecule", "metrics", "converge.yml"))
     assert rc == 0, out[-3000:]
@@ -296,3 +373,4 @@ def test_a_stopped_exporter_is_down_and_a_drift_finding():
     service = [(f["node"], f["check"], f["actual"]) for f in report["findings"] if f["category"] == "service"]
     assert service == [(NODE1, "topsrider-card-exporter.service running", "inactive")], out[-3000:]
     sh(NODE1, "systemctl start %s" % UNIT)
+
