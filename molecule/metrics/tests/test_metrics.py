@@ -10,14 +10,19 @@ firing one evaluation later; a hung tool is staleness, never a hung scrape; an
 endless tool output is cut and counted (too_large) with no restart, every
 scrape answered and the memory within issue 48's goal; a re-run of the role
 changes nothing; a stopped exporter is TopsRiderCardExporterDown and a
-drift.yml finding of category service.
+drift.yml finding of category service; the role's TLS and basic auth,
+scraped by Prometheus with tls_config and basic_auth.
 
 The tests run in file order: each leaves the nodes as the next one expects."""
+import base64
+import http.client
 import json
 import os
 import re
+import ssl
 import subprocess
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -374,3 +379,84 @@ def test_a_stopped_exporter_is_down_and_a_drift_finding():
     assert service == [(NODE1, "topsrider-card-exporter.service running", "inactive")], out[-3000:]
     sh(NODE1, "systemctl start %s" % UNIT)
 
+
+TLS = os.path.join(EPH, "prometheus", "tls")  # prepare.yml: the certificate for 127.0.0.1, its key, the password
+NODE2_URL = "%s://127.0.0.1:19495/metrics"
+
+
+def fetch(url, context=None, user=None, password=None):
+    """(status, headers, body) of a GET; None where no HTTP answer came at all."""
+    request = urllib.request.Request(url)
+    if user is not None:
+        request.add_header("Authorization", "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode())
+    try:
+        with urllib.request.urlopen(request, timeout=5, context=context) as r:
+            return r.status, r.headers, r.read().decode("utf-8")
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, ""
+    except (urllib.error.URLError, http.client.HTTPException, OSError):
+        return None
+
+
+def test_tls_and_basic_auth_from_the_role_scraped_by_prometheus(tmp_path):
+    """node2's exporter with the role's web config: TLS with a certificate made at test time, basic auth with a
+    bcrypt hash; the real Prometheus scrapes it with tls_config and basic_auth (job topsrider-cards-tls, its
+    target the one monitoring_targets.yml wrote); without credentials 401, plain HTTP no answer at all.
+    Last: node2 stays on TLS (the plain job's target for node2 is down from here on)."""
+    import bcrypt  # pylint: disable=import-outside-toplevel  # the controller's, requirements/controller.txt
+    with open(os.path.join(TLS, "password")) as f:
+        password = f.read().strip()
+    # The certificate and key where the service's user reads them; bcrypt for the node's python3, which the image
+    # lacks (no package source on the node; Debian's python3-bcrypt elsewhere): the controller's own, an abi3 wheel.
+    sh(NODE2, "mkdir -p /etc/topsrider/tls && chmod 0755 /etc/topsrider /etc/topsrider/tls")
+    for name in ("exporter.crt", "exporter.key"):
+        with open(os.path.join(TLS, name), "rb") as f:
+            subprocess.run(["docker", "exec", "-i", NODE2, "sh", "-c", "cat > /etc/topsrider/tls/%s && chown "
+                            "root:topsrider-exporter /etc/topsrider/tls/%s && chmod 0640 /etc/topsrider/tls/%s"
+                            % (name, name, name)], input=f.read(), check=True, timeout=60)
+    site = os.path.dirname(os.path.dirname(bcrypt.__file__))
+    packed = subprocess.run(["tar", "-C", site, "--exclude=__pycache__", "-c", "bcrypt"], stdout=subprocess.PIPE,
+                            check=True, timeout=60).stdout
+    subprocess.run(["docker", "exec", "-i", NODE2, "sh", "-c", "d=$(python3 -c 'import sys; print([p for p in sys.path "
+                    "if p.startswith(\"/usr/local/lib/python3\") and p.endswith(\"dist-packages\")][0])') && "
+                    "mkdir -p \"$d\" && tar -C \"$d\" --no-same-owner -x && python3 -c 'import bcrypt'"],
+                   input=packed, check=True, timeout=60)
+    web = {"card_exporter_web_config": {
+        "tls_server_config": {"cert_file": "/etc/topsrider/tls/exporter.crt", "key_file": "/etc/topsrider/tls/exporter.key"},
+        "basic_auth_users": {"prometheus": bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=10)).decode()}}}
+    with open(str(tmp_path / "web.json"), "w") as f:
+        json.dump(web, f)
+    with open(str(tmp_path / "tls.yml"), "w") as f:  # JSON is YAML
+        json.dump([{"name": "The card exporter with TLS and basic auth", "hosts": NODE2, "gather_facts": False,
+                    "roles": [{"role": "gcu.topsrider.card_exporter"}]}], f)
+    rc, out = playbook(str(tmp_path / "tls.yml"), "-e", "@" + str(tmp_path / "web.json"))
+    assert rc == 0, out[-3000:]
+    # the role's own check asked for https and got 401
+    assert re.search(r"^%s\s*:\s*ok=\d+\s+changed=[1-9]" % NODE2, out, re.M), out[-3000:]
+    # Prometheus: node2's generated target, moved to the TLS job
+    with open(os.path.join(FILE_SD, "topsrider-cards.json")) as f:
+        targets = [g for g in json.load(f) if g["labels"]["node"] == NODE2]
+    tmp = os.path.join(EPH, "prometheus", "file_sd-tls", "topsrider-cards.json.new")
+    with open(tmp, "w") as f:
+        json.dump(targets, f)
+    os.rename(tmp, tmp[:-len(".new")])
+    tls_sel = '{job="topsrider-cards-tls",node="%s"}' % NODE2
+    # file_sd's refresh, then the next scrape (a margin for the loaded machine)
+    took = within(2 * ALERTS_WITHIN, lambda: value("up" + tls_sel) == 1
+                  and value("count(topsrider_card_temperature_celsius%s)" % tls_sel) == 16
+                  and value('up{job="topsrider-cards",node="%s"}' % NODE2) == 0,
+                  "Prometheus scrapes node2 over TLS with basic auth; plain HTTP down")
+    print("TLS target up after %.1f s" % took)
+    target = [t for t in api("/api/v1/targets", state="active")["activeTargets"]
+              if t["labels"]["job"] == "topsrider-cards-tls"]
+    assert [(t["scrapeUrl"], t["health"]) for t in target] == [(NODE2_URL % "https", "up")], target
+    # From here, as anyone on the network would: the certificate checks out against the one made at test time.
+    context = ssl.create_default_context(cafile=os.path.join(TLS, "exporter.crt"))
+    status, headers, _body = fetch(NODE2_URL % "https", context)
+    assert status == 401 and headers["WWW-Authenticate"].startswith("Basic"), (status, dict(headers))
+    assert fetch(NODE2_URL % "https", context, "prometheus", password + "x")[0] == 401
+    assert fetch(NODE2_URL % "https", context, "nobody", password)[0] == 401
+    status, _headers, body = fetch(NODE2_URL % "https", context, "prometheus", password)
+    assert status == 200 and re.search(r'^topsrider_card_temperature_celsius\{[^}]*card="15"', body, re.M), status
+    # plain HTTP gets no HTTP answer at all (the port speaks TLS only)
+    assert fetch(NODE2_URL % "http") is None
