@@ -6,16 +6,23 @@ and their hardening (no capability); a job file written by the Slurm gate's
 own writer maps the job to its cards in Prometheus; the faults simctl makes (SIMULATOR) reach Prometheus's
 API within two scrape intervals plus the exporter's reading interval, and the
 matching alert rules of contrib/prometheus/topsrider-cards.yml are pending or
-firing one evaluation later; a hung tool is staleness, never a hung scrape; a
-re-run of the role changes nothing; a stopped exporter is
-TopsRiderCardExporterDown and a drift.yml finding of category service.
+firing one evaluation later; a hung tool is staleness, never a hung scrape; an
+endless tool output is cut and counted (too_large) with no restart, every
+scrape answered and the memory within issue 48's goal; a re-run of the role
+changes nothing; a stopped exporter is TopsRiderCardExporterDown and a
+drift.yml finding of category service; the role's TLS and basic auth,
+scraped by Prometheus with tls_config and basic_auth.
 
 The tests run in file order: each leaves the nodes as the next one expects."""
+import base64
+import http.client
 import json
 import os
 import re
+import ssl
 import subprocess
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -270,6 +277,81 @@ def test_a_hung_tool_is_staleness_not_a_hung_scrape():
            "fresh readings again")
 
 
+def unit_state(node):
+    """systemd's view of the exporter (MainPID, NRestarts, MemoryMax, MemoryCurrent) and its
+    process's VmRSS and VmHWM (the peak RSS), in KiB."""
+    props = dict(line.split("=", 1) for line in sh(node, "systemctl show %s -p MainPID -p NRestarts -p MemoryMax "
+                                                         "-p MemoryCurrent" % UNIT).splitlines())
+    status = sh(node, "cat /proc/%s/status" % props["MainPID"])
+    kib = dict((k, int(v)) for k, v in re.findall(r"^(VmRSS|VmHWM):\s+(\d+) kB$", status, re.M))
+    return props, kib
+
+
+def cgroup_memory(node, pid):
+    """(limit, peak) in bytes of the memory cgroup that holds `pid` (the unit's): cgroup v1's memory controller
+    (this project's hosts), else the unified hierarchy's memory.max and memory.peak."""
+    lines = [line.split(":", 2) for line in sh(node, "cat /proc/%s/cgroup" % pid).splitlines()]
+    v1 = [path for _num, controllers, path in lines if "memory" in controllers.split(",")]
+    if v1:
+        d = "/sys/fs/cgroup/memory" + v1[0]
+        limit, peak = sh(node, "cat %s/memory.limit_in_bytes %s/memory.max_usage_in_bytes" % (d, d)).split()
+    else:
+        d = "/sys/fs/cgroup" + [path for num, controllers, path in lines if num == "0"][0]
+        limit, peak = sh(node, "cat %s/memory.max %s/memory.peak" % (d, d)).split()
+    return int(limit), int(peak)
+
+
+# The endless output's window: four scrapes and readings at least, and seconds, not minutes (CI's time budget).
+ENDLESS_WINDOW = 16
+# issue 48's goal: the exporter's peak RSS at most 64 MB over its idle RSS.
+MAX_OVER_IDLE_KIB = 64 * 1024
+
+
+def test_an_endless_tool_output_is_cut_and_counted_without_a_restart_and_within_the_memory_goal():
+    """The vendor tool prints without end: each reading is cut at the exporter's cap (too_large), the service
+    is neither killed nor restarted, its memory stays within the goal, every scrape answers; then it recovers."""
+    too_large = 'topsrider_exporter_read_errors_total{node="%s",reason="too_large"}' % NODE1
+    before = value(too_large) or 0
+    idle, idle_kib = unit_state(NODE1)
+    # the role's default limit, in the kernel too: a regression that grows is killed in the unit, never a
+    # node-wide OOM
+    assert (idle["NRestarts"], idle["MemoryMax"]) == ("0", str(128 * 1024 * 1024)), idle
+    assert cgroup_memory(NODE1, idle["MainPID"])[0] == 128 * 1024 * 1024
+    # The simulator's efsmi made to print without end for the window (the image's own file, swapped by an atomic
+    # rename and renamed back: no image rebuild for a control of its own); the exporter finds it at each reading.
+    sh(NODE1, "printf '#!/bin/sh\\n# SIMULATED endless output\\nexec yes \"    GCU Temp : 30 C\"\\n' "
+              ">/usr/sbin/efsmi.endless && chmod 0755 /usr/sbin/efsmi.endless && cp -p /usr/sbin/efsmi /usr/sbin/efsmi.sim "
+              "&& mv -f /usr/sbin/efsmi.endless /usr/sbin/efsmi")
+    started = time.monotonic()
+    try:
+        time.sleep(ENDLESS_WINDOW)
+        since = "%ds" % (time.monotonic() - started)
+        during, during_kib = unit_state(NODE1)
+        grown = during_kib["VmHWM"] - idle_kib["VmRSS"]
+        with open(os.path.join(TOP, ".cache", "molecule-logs", "metrics-times.txt"), "a") as f:
+            f.write("endless output, %d s: exporter RSS idle %d KiB, peak %d KiB (%+d KiB); the unit's cgroup "
+                    "(the tool too) %s bytes idle, peak %d bytes\n" % (
+                        ENDLESS_WINDOW, idle_kib["VmRSS"], during_kib["VmHWM"], grown, idle["MemoryCurrent"],
+                        cgroup_memory(NODE1, during["MainPID"])[1]))
+        # the same process throughout, never restarted, under the goal
+        assert (during["MainPID"], during["NRestarts"]) == (idle["MainPID"], "0"), (idle, during)
+        assert grown <= MAX_OVER_IDLE_KIB, (idle_kib, during_kib)
+        # every scrape in the window answered (one every SCRAPE seconds), none slower than the tool's timeout
+        sel = '{job="topsrider-cards",node="%s"}' % NODE1
+        assert value("min_over_time(up%s[%s])" % (sel, since)) == 1
+        assert value("count_over_time(up%s[%s])" % (sel, since)) >= ENDLESS_WINDOW // SCRAPE - 1
+        assert value("max_over_time(scrape_duration_seconds%s[%s])" % (sel, since)) < TIMEOUT
+        # each reading cut and counted (the last scrape may not have seen the newest)
+        took = within(VALUES_WITHIN, lambda: (value(too_large) or 0) - before >= ENDLESS_WINDOW // INTERVAL // 2,
+                      "the endless outputs counted as too_large")
+        print("too_large counted within %.1f s" % took)
+    finally:
+        sh(NODE1, "mv -f /usr/sbin/efsmi.sim /usr/sbin/efsmi")
+    within(VALUES_WITHIN + TIMEOUT, lambda: (value('topsrider_card_reading_age_seconds{node="%s",card="0"}' % NODE1)
+                                             or 99) <= INTERVAL + SCRAPE, "fresh readings again after the endless output")
+    assert unit_state(NODE1)[0]["MainPID"] == idle["MainPID"]
+
+
 def test_a_rerun_of_the_role_changes_nothing():
     rc, out = playbook(os.path.join(TOP, "molecule", "metrics", "converge.yml"))
     assert rc == 0, out[-3000:]
@@ -296,3 +378,85 @@ def test_a_stopped_exporter_is_down_and_a_drift_finding():
     service = [(f["node"], f["check"], f["actual"]) for f in report["findings"] if f["category"] == "service"]
     assert service == [(NODE1, "topsrider-card-exporter.service running", "inactive")], out[-3000:]
     sh(NODE1, "systemctl start %s" % UNIT)
+
+
+TLS = os.path.join(EPH, "prometheus", "tls")  # prepare.yml: the certificate for 127.0.0.1, its key, the password
+NODE2_URL = "%s://127.0.0.1:19495/metrics"
+
+
+def fetch(url, context=None, user=None, password=None):
+    """(status, headers, body) of a GET; None where no HTTP answer came at all."""
+    request = urllib.request.Request(url)
+    if user is not None:
+        request.add_header("Authorization", "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode())
+    try:
+        with urllib.request.urlopen(request, timeout=5, context=context) as r:
+            return r.status, r.headers, r.read().decode("utf-8")
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, ""
+    except (urllib.error.URLError, http.client.HTTPException, OSError):
+        return None
+
+
+def test_tls_and_basic_auth_from_the_role_scraped_by_prometheus(tmp_path):
+    """node2's exporter with the role's web config: TLS with a certificate made at test time, basic auth with a
+    bcrypt hash; the real Prometheus scrapes it with tls_config and basic_auth (job topsrider-cards-tls, its
+    target the one monitoring_targets.yml wrote); without credentials 401, plain HTTP no answer at all.
+    Last: node2 stays on TLS (the plain job's target for node2 is down from here on)."""
+    import bcrypt  # pylint: disable=import-outside-toplevel  # the controller's, requirements/controller.txt
+    with open(os.path.join(TLS, "password")) as f:
+        password = f.read().strip()
+    # The certificate and key where the service's user reads them; bcrypt for the node's python3, which the image
+    # lacks (no package source on the node; Debian's python3-bcrypt elsewhere): the controller's own, an abi3 wheel.
+    sh(NODE2, "mkdir -p /etc/topsrider/tls && chmod 0755 /etc/topsrider /etc/topsrider/tls")
+    for name in ("exporter.crt", "exporter.key"):
+        with open(os.path.join(TLS, name), "rb") as f:
+            subprocess.run(["docker", "exec", "-i", NODE2, "sh", "-c", "cat > /etc/topsrider/tls/%s && chown "
+                            "root:topsrider-exporter /etc/topsrider/tls/%s && chmod 0640 /etc/topsrider/tls/%s"
+                            % (name, name, name)], input=f.read(), check=True, timeout=60)
+    site = os.path.dirname(os.path.dirname(bcrypt.__file__))
+    packed = subprocess.run(["tar", "-C", site, "--exclude=__pycache__", "-c", "bcrypt"], stdout=subprocess.PIPE,
+                            check=True, timeout=60).stdout
+    subprocess.run(["docker", "exec", "-i", NODE2, "sh", "-c", "d=$(python3 -c 'import sys; print([p for p in sys.path "
+                    "if p.startswith(\"/usr/local/lib/python3\") and p.endswith(\"dist-packages\")][0])') && "
+                    "mkdir -p \"$d\" && tar -C \"$d\" --no-same-owner -x && python3 -c 'import bcrypt'"],
+                   input=packed, check=True, timeout=60)
+    web = {"card_exporter_web_config": {
+        "tls_server_config": {"cert_file": "/etc/topsrider/tls/exporter.crt", "key_file": "/etc/topsrider/tls/exporter.key"},
+        "basic_auth_users": {"prometheus": bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=10)).decode()}}}
+    with open(str(tmp_path / "web.json"), "w") as f:
+        json.dump(web, f)
+    with open(str(tmp_path / "tls.yml"), "w") as f:  # JSON is YAML
+        json.dump([{"name": "The card exporter with TLS and basic auth", "hosts": NODE2, "gather_facts": False,
+                    "roles": [{"role": "gcu.topsrider.card_exporter"}]}], f)
+    rc, out = playbook(str(tmp_path / "tls.yml"), "-e", "@" + str(tmp_path / "web.json"))
+    assert rc == 0, out[-3000:]
+    # the role's own check asked for https and got 401
+    assert re.search(r"^%s\s*:\s*ok=\d+\s+changed=[1-9]" % NODE2, out, re.M), out[-3000:]
+    # Prometheus: node2's generated target, moved to the TLS job
+    with open(os.path.join(FILE_SD, "topsrider-cards.json")) as f:
+        targets = [g for g in json.load(f) if g["labels"]["node"] == NODE2]
+    tmp = os.path.join(EPH, "prometheus", "file_sd-tls", "topsrider-cards.json.new")
+    with open(tmp, "w") as f:
+        json.dump(targets, f)
+    os.rename(tmp, tmp[:-len(".new")])
+    tls_sel = '{job="topsrider-cards-tls",node="%s"}' % NODE2
+    # file_sd's refresh, then the next scrape (a margin for the loaded machine)
+    took = within(2 * ALERTS_WITHIN, lambda: value("up" + tls_sel) == 1
+                  and value("count(topsrider_card_temperature_celsius%s)" % tls_sel) == 16
+                  and value('up{job="topsrider-cards",node="%s"}' % NODE2) == 0,
+                  "Prometheus scrapes node2 over TLS with basic auth; plain HTTP down")
+    print("TLS target up after %.1f s" % took)
+    target = [t for t in api("/api/v1/targets", state="active")["activeTargets"]
+              if t["labels"]["job"] == "topsrider-cards-tls"]
+    assert [(t["scrapeUrl"], t["health"]) for t in target] == [(NODE2_URL % "https", "up")], target
+    # From here, as anyone on the network would: the certificate checks out against the one made at test time.
+    context = ssl.create_default_context(cafile=os.path.join(TLS, "exporter.crt"))
+    status, headers, _body = fetch(NODE2_URL % "https", context)
+    assert status == 401 and headers["WWW-Authenticate"].startswith("Basic"), (status, dict(headers))
+    assert fetch(NODE2_URL % "https", context, "prometheus", password + "x")[0] == 401
+    assert fetch(NODE2_URL % "https", context, "nobody", password)[0] == 401
+    status, _headers, body = fetch(NODE2_URL % "https", context, "prometheus", password)
+    assert status == 200 and re.search(r'^topsrider_card_temperature_celsius\{[^}]*card="15"', body, re.M), status
+    # plain HTTP gets no HTTP answer at all (the port speaks TLS only)
+    assert fetch(NODE2_URL % "http") is None

@@ -37,6 +37,7 @@ def test_every_setting_is_documented_with_its_default():
     assert defaults["card_exporter_user"] == "topsrider-exporter"
     assert defaults["card_exporter_install_dir"] == "/usr/local/lib/topsrider-card-exporter"
     assert (defaults["card_exporter_interval"], defaults["card_exporter_vendor"]) == (15, "auto")
+    assert defaults["card_exporter_memory_max"] == "128M"
 
 
 def imports_of(path):
@@ -99,8 +100,10 @@ def test_the_unit_runs_the_contracts_command_line_under_the_unprivileged_user():
     assert keys["AmbientCapabilities"] == keys["CapabilityBoundingSet"] == [""]
     assert "PTRACE" not in render_unit() and "DAC_" not in render_unit()
     for key, value in (("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("ProtectHome", "yes"),
-                       ("PrivateTmp", "yes"), ("Restart", "on-failure"), ("WantedBy", "multi-user.target")):
+                       ("PrivateTmp", "yes"), ("Restart", "on-failure"), ("WantedBy", "multi-user.target"),
+                       ("MemoryMax", "128M")):
         assert keys[key] == [value], key
+    assert unit_keys(render_unit(card_exporter_memory_max="infinity"))["MemoryMax"] == ["infinity"]
     tool = unit_keys(render_unit(card_exporter_tool="/opt/tops/bin/efsmi", card_exporter_unit_vendor="nvidia",
                                  card_exporter_listen_address="127.0.0.1", card_exporter_port=19494))
     assert tool["ExecStart"][0].endswith("--listen 127.0.0.1:19494 --interval 15 --timeout 10 --vendor nvidia "
@@ -132,6 +135,8 @@ def test_drift_checks_the_unit_this_role_installs():
     ({"card_exporter_install_dir": "/usr/local/lib/../x"}, "card_exporter_install_dir"),
     ({"card_exporter_jobs_dir": "run/jobs"}, "card_exporter_jobs_dir"),
     ({"card_exporter_web_config": "tls please"}, "card_exporter_web_config"),
+    ({"card_exporter_memory_max": "128 MB"}, "card_exporter_memory_max (bytes, a number with K, M, G or T, or infinity)"),
+    ({"card_exporter_memory_max": "50%"}, "card_exporter_memory_max"),
 ])
 def test_bad_settings_are_refused_before_anything_changes(tmp_path, settings, words):
     rc, out = run_play(tmp_path, [{"ansible.builtin.include_role": {"name": "gcu.topsrider.card_exporter"}}],
