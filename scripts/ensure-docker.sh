@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Makes sure a Docker engine answers. When none does, installs Debian's
 # docker.io (and debootstrap and makeself, which the simulator's image and
-# sample .run installers need, prometheus for the units' promtool, gpg for the units'
-# signatures, and slurm-client for the units' scontrol) and starts dockerd with no bridge and no
+# sample .run installers need, prometheus for the units' promtool, gpg for the
+# units' signatures, slurm-client for the units' scontrol, openssl for the
+# metrics scenario's certificate) and starts dockerd with no bridge and no
 # iptables rules, so that no container can land on a private-range network:
 # every container uses host networking.
 # Safe to run again: it does nothing when the engine already answers.
@@ -19,6 +20,7 @@ command -v gpg >/dev/null 2>&1 || need_pkgs+=(gpg)   # the units make real OpenP
 command -v gpg-agent >/dev/null 2>&1 || need_pkgs+=(gpg-agent)  # gpg makes and uses secret keys through it
 command -v gpgv >/dev/null 2>&1 || need_pkgs+=(gpgv)  # the verifier (apt depends on it: always there on Debian)
 command -v scontrol >/dev/null 2>&1 || need_pkgs+=(slurm-client)  # the units expand Slurm host lists with scontrol
+command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)  # molecule/metrics makes the exporter's TLS certificate
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "ensure-docker: installing ${need_pkgs[*]} from Debian"
   export DEBIAN_FRONTEND=noninteractive
