@@ -280,8 +280,9 @@ bench-verify: venv
 	$(VENV)/bin/python scripts/bench/verify_cost.py $(VERIFY_ARGS)
 
 # make bench-exporter (issue 33): the card exporter against a simulated 16-card
-# node on this machine: p99 of 1000 scrapes (<= 50 ms) and its CPU with efsmi's
-# runs at a 15 s interval over 5 minutes (<= 1 % of a core);
+# node on this machine: p99 of 1000 scrapes (<= 50 ms), its CPU with efsmi's
+# runs at a 15 s interval over 5 minutes (<= 1 % of a core) and its peak RSS
+# under an endless and a 50 MB tool output, 2 minutes each (<= 64 MB over idle);
 # docs/performance-exporter.json. Fails when a goal is missed. EXPORTER_ARGS
 # e.g. "--window 30 --scrapes 200" for a quick look (then not written to docs/).
 EXPORTER_ARGS ?= --json docs/performance-exporter.json

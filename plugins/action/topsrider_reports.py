@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
@@ -27,6 +28,20 @@ from ansible.utils.display import Display
 from ansible_collections.gcu.topsrider.plugins.module_utils._atomic import write_atomic
 
 display = Display()
+
+# A fleet report (<kind>-latest.json is written with each one).
+_LATEST = re.compile(r"(?:^|/)(?:deploy|rollback|verify)-latest\.json$")
+NO_CALLBACK = ("gcu.topsrider.fleet_report is not enabled: if a node stops answering in the middle of a task, Ansible"
+               " ends the run without printing the fleet report at the end, and the written report names that node"
+               " 'in progress'. Enable it in ansible.cfg (callbacks_enabled = gcu.topsrider.fleet_report under"
+               " [defaults]) or with ANSIBLE_CALLBACKS_ENABLED=gcu.topsrider.fleet_report (docs/deploy.md).")
+
+
+def _callback_loaded():
+    # Imported here: the callback imports this module's write_reports.
+    from ansible_collections.gcu.topsrider.plugins.callback import fleet_report
+    return fleet_report.loaded()
+
 
 ARGUMENT_SPEC = {"files": {"type": "list", "elements": "raw", "required": True},
                  "show": {"type": "str"}}
@@ -108,6 +123,8 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail("topsrider_reports: %s" % e)
         if args["show"]:
             display.display(args["show"].rstrip("\n"))
+        if any(_LATEST.search(p) for p, dummy in args["files"]) and not _callback_loaded():
+            result["warnings"] = [NO_CALLBACK]
         # The run's own output on the controller, not a change to the fleet.
         result.update(changed=False, written=written)
         return result

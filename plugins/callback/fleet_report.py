@@ -31,7 +31,8 @@ description:
     collection playbook's adjacent plugins, so where the collection is installed enable it in C(ansible.cfg)
     (C(callbacks_enabled = gcu.topsrider.fleet_report)) or the environment
     (C(ANSIBLE_CALLBACKS_ENABLED=gcu.topsrider.fleet_report)). Without it the written report still names
-    such a node C(in progress), as the run left it, and the printed one is missing.
+    such a node C(in progress), as the run left it, and the printed one is missing; a run that writes its fleet
+    report without this callback loaded warns so (M(gcu.topsrider.topsrider_reports)), naming the setting.
   - Loaded both ways at once, it writes and prints the report once.
 requirements:
   - enabled in callbacks_enabled where the collection is installed (see the description)
@@ -55,6 +56,15 @@ _LATEST = re.compile(r"^(?P<dir>.+)/(?P<kind>deploy|rollback|verify)-latest\.jso
 _DONE = set()
 # Rows a lost host's line replaces: what the run wrote before it knew.
 _REPLACED = ("in progress", "not started", "pending", "unreachable")
+# The names this callback was loaded under in this ansible-playbook process. Ansible
+# forks its workers after it loads the callbacks, so an action plugin sees it too
+# (gcu.topsrider.topsrider_reports warns when a run writes its report without it).
+LOADED = []
+
+
+def loaded():
+    """Whether this process (or the one it was forked from) loaded the callback."""
+    return bool(LOADED)
 
 
 class CallbackModule(CallbackBase):
@@ -65,6 +75,7 @@ class CallbackModule(CallbackBase):
 
     def __init__(self):
         super(CallbackModule, self).__init__()
+        LOADED.append(self.CALLBACK_NAME)
         self._latest = None
         self._lost = {}
         self._failed = {}

@@ -21,6 +21,7 @@ Ansible imports.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import math
 import os
 import re
 import shutil
@@ -40,7 +41,10 @@ EXPORTER_MODULE_UTILS = ("_card_jobs", "_card_metrics", "_efsmi", "_nvsmi", "_ve
 DEFAULT_PORT = 9494
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 CARD_LABELS = ("card", "bus_id")
-ERROR_REASONS = ("timeout", "exit", "parse", "missing_tool", "jobs")
+ERROR_REASONS = ("timeout", "exit", "parse", "missing_tool", "jobs", "too_large", "out_of_range", "internal")
+# The largest integer a float (what Prometheus stores) holds exactly: a count or
+# size beyond it is out of range, never served rounded.
+MAX_EXACT_INT = 2 ** 53
 
 
 def _m(name, kind, text, labels=CARD_LABELS):
@@ -73,6 +77,8 @@ METRICS = (
        "Processes the vendor's tool lists on the card (nvidia-smi's compute apps; absent where the tool lists none)."),
     _m("topsrider_card_reading_age_seconds", "gauge",
        "Seconds since this card's newest successful reading, at scrape time."),
+    _m("topsrider_card_missing_info", "gauge",
+       "The tool's last reading did not list this bus id (1): its values are its last good ones, ageing."),
     _m("topsrider_node_driver_info", "gauge", "The accelerator driver and tool of the node (1).",
        ("vendor", "driver_version", "tool", "tool_version")),
     _m("topsrider_exporter_reads_total", "counter", "Readings attempted.", ()),
@@ -96,6 +102,25 @@ _CARD_VALUES = (
     ("ecc_errors_corrected", "topsrider_card_ecc_corrected_errors_total", 1),
     ("ecc_errors_uncorrected", "topsrider_card_ecc_uncorrected_errors_total", 1),
 )
+# metric -> (lowest, highest) a value may have (docs/metrics.md): a value outside,
+# not finite, or an integer beyond MAX_EXACT_INT fails that card's reading
+# (reason out_of_range) and its last good entry stays.
+VALUE_RANGES = {
+    "topsrider_card_healthy": (0, 1),
+    "topsrider_card_temperature_celsius": (-50, 150),
+    "topsrider_card_power_watts": (0, 5000),
+    "topsrider_card_power_limit_watts": (0, 5000),
+    "topsrider_card_utilization_ratio": (0, 1),
+    "topsrider_card_memory_used_bytes": (0, MAX_EXACT_INT),
+    "topsrider_card_memory_total_bytes": (0, MAX_EXACT_INT),
+    "topsrider_card_ecc_corrected_errors_total": (0, MAX_EXACT_INT),
+    "topsrider_card_ecc_uncorrected_errors_total": (0, MAX_EXACT_INT),
+    "topsrider_card_pcie_link_width": (0, 32),
+    "topsrider_card_pcie_link_width_max": (0, 32),
+    "topsrider_card_pcie_link_speed_gts": (0, 128),
+    "topsrider_card_pcie_link_speed_max_gts": (0, 128),
+    "topsrider_card_processes": (0, MAX_EXACT_INT),
+}
 # sysfs attribute -> metric
 LINK_FILES = (
     ("current_link_width", "topsrider_card_pcie_link_width"),
@@ -228,32 +253,73 @@ def read_link(pci_root, bus_id):
 
 # --------------------------------------------------------------- snapshot --
 
+def checked_value(metric, value):
+    """value as a finite float within VALUE_RANGES[metric]; None when it is not
+    (a bool, NaN, an infinity, an integer beyond MAX_EXACT_INT, out of range).
+    Never raises on a number of any size."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, int) and abs(value) > MAX_EXACT_INT:
+        return None
+    v = float(value)
+    low, high = VALUE_RANGES[metric]
+    if math.isnan(v) or not low <= v <= high:  # an infinity is outside every range
+        return None
+    return v
+
+
+def short_number(value):
+    """A value for a log line: an integer of more than 20 digits by its sign and length, never all of it."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10 ** 20:
+        return "%sa %d-digit integer" % ("-" if value < 0 else "", len(str(abs(value))))
+    return repr(value)
+
+
+def card_key(card):
+    """The key a card is kept by: its bus id (the tool's index is only a label
+    and changes when the cards are renumbered); its index where the tool gives no bus id."""
+    return card.get("bus_id") or "index:%s" % card.get("index")
+
+
 def _processes(listed, index):
     """How many processes the tool lists on card `index`."""
     return len(set(pid for pid, card, _name in listed if card == index))
 
 
 def card_entry(card, vendor, link=None, jobs=None, listed=None):
-    """One card of a reading -> {card, bus_id, info, values, holder}: info the
-    labels of topsrider_card_info, values {metric: number} (present ones only),
-    holder the labels of topsrider_card_holder_info (None when the job files
-    are unknown). link: read_link's dict; jobs: _card_jobs.read_jobs' list or
-    None; listed: the reading's listed processes or None."""
-    values = {}
+    """One card of a reading -> {key, card, bus_id, info, values, bad, holder}:
+    key card_key's, info the labels of topsrider_card_info, values {metric:
+    float} (present ones only, each checked_value's), bad [(metric, value as
+    the tool gave it)] of the values out of range (left out of values), holder
+    the labels of topsrider_card_holder_info (None when the job files are
+    unknown). link: read_link's dict; jobs: _card_jobs.read_jobs' list or None;
+    listed: the reading's listed processes or None."""
+    raw = {}
     if card.get("health") is not None:
-        values["topsrider_card_healthy"] = 1 if card["health"] else 0
+        raw["topsrider_card_healthy"] = 1 if card["health"] else 0
     for key, metric, factor in _CARD_VALUES:
         v = card.get(key)
         if v is not None:
-            values[metric] = v / 100.0 if factor == "percent" else v * factor
-    values.update(link or {})
+            raw[metric] = v if factor == "percent" else v * factor
+    raw.update(link or {})
     if listed is not None:
-        values["topsrider_card_processes"] = _processes(listed, card["index"])
+        raw["topsrider_card_processes"] = _processes(listed, card["index"])
+    values, bad = {}, []
+    for metric in sorted(raw):
+        v = raw[metric]
+        if metric == "topsrider_card_utilization_ratio" and not isinstance(v, bool) and isinstance(v, (int, float)):
+            # a percentage: an int beyond MAX_EXACT_INT stays one (checked_value refuses it), never float() of it
+            v = v if isinstance(v, int) and abs(v) > MAX_EXACT_INT else v / 100.0
+        v = checked_value(metric, v)
+        if v is None:
+            bad.append((metric, raw[metric]))
+        else:
+            values[metric] = v
     holder = None if jobs is None else card_jobs(jobs, card["index"])
-    return {"card": str(card["index"]), "bus_id": card.get("bus_id") or "",
+    return {"key": card_key(card), "card": str(card["index"]), "bus_id": card.get("bus_id") or "",
             "info": {"vendor": vendor, "model": card.get("model") or "", "serial": card.get("serial") or "",
                      "uuid": card.get("uuid") or "", "firmware": card.get("firmware") or ""},
-            "values": values, "holder": holder}
+            "values": values, "bad": bad, "holder": holder}
 
 
 def snapshot(spec, reading, links, jobs):
@@ -279,11 +345,19 @@ def _escape_help(text):
 
 
 def format_value(value):
+    """A sample value as the text format writes it: an int as digits (the
+    exporter's own counters), a float as repr gives it (NaN and infinities as
+    Prometheus writes them; card values never are, checked_value sees to it)."""
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, int):
         return str(value)
-    return repr(float(value))
+    v = float(value)
+    if math.isnan(v):
+        return "NaN"
+    if v in (float("inf"), float("-inf")):
+        return "+Inf" if v > 0 else "-Inf"
+    return repr(v)
 
 
 def _sample(name, labels, value):
@@ -304,8 +378,9 @@ def _card_labels(entry, extra=()):
 
 def render_body(node, cards, stats):
     """The exposition text of everything but the ages: node (snapshot's node or
-    None before the first good reading), cards (card entries, the newest of each
-    card), stats {reads, errors: {reason: n}, duration, last_success, interval}."""
+    None before the first good reading), cards (card entries, the newest good
+    one of each card; an entry with "missing" true: the tool no longer lists
+    it), stats {reads, errors: {reason: n}, duration, last_success, interval}."""
     out = []
     for m in METRICS:
         name = m["name"]
@@ -317,6 +392,8 @@ def render_body(node, cards, stats):
         elif name == "topsrider_card_holder_info":
             samples = [(_card_labels(e, [(k, e["holder"][k]) for k in m["labels"][2:]]), 1)
                        for e in cards if e["holder"] is not None]
+        elif name == "topsrider_card_missing_info":
+            samples = [(_card_labels(e), 1) for e in cards if e.get("missing")]
         elif name.startswith("topsrider_card_"):
             samples = [(_card_labels(e), e["values"][name]) for e in cards if name in e["values"]]
         elif name == "topsrider_node_driver_info":

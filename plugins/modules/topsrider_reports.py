@@ -21,6 +21,9 @@ description:
   - Reports C(changed=false), whatever it writes; the run's own output on the controller is not a change to
     the fleet. The playbooks of this collection delegate it to C(localhost), with C(run_once) or once
     per host.
+  - Writing a fleet report (a C(<kind>-latest.json) of deploy, rollback or verify) while the callback
+    P(gcu.topsrider.fleet_report#callback) is not loaded, it warns that a node lost in the middle of a task
+    would leave the run without its printed report, naming the setting that loads it.
 author:
   - gcu.topsrider contributors (@gcu-topsrider)
 options:

@@ -46,7 +46,6 @@ STATUSES = ("ok", "deferred", "failed", "in progress")
 # The width of a host's line in the printed table: a terminal's (a longer
 # detail is cut there; the JSON and Markdown reports keep all of it).
 TEXT_WIDTH = 160
-_CUT = u" ... "
 
 # Anything a terminal or YAML's block scalar would not show as one plain line.
 _UNPRINTABLE = re.compile(u"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u2028\\u2029\\ufeff]")
@@ -63,13 +62,114 @@ def _one_line(value):
     return u" ".join(text.split())
 
 
-def _cut_middle(text, width):
-    """The text in `width` characters: two thirds of its start (what happened:
-    'back from 2.5.140 to 2.5.136', 'restored ... (proven)') and a third of its
-    end (how it ended: 'holds gcu0', dpkg's last words), ' ... ' between."""
-    room = width - len(_CUT)
-    head = (room * 2) // 3
-    return text[:head].rstrip() + _CUT + text[len(text) - (room - head):].lstrip()
+# The words of a detail that decide what the line says, kept whole when a line
+# is cut (each a regular expression over the detail; a word they touch is kept):
+DECISIVE = (
+    ("a word in capitals (REVOKED, NOT restored, FAILED)", re.compile(r"\b[A-Z]{3,}\b")),
+    ("a card (gcu3, GCU 3, gpu0)", re.compile(r"\b(?:gcu|gpu|GCU|GPU) ?[0-9]+\b")),
+    ("a verdict", re.compile(r"\b(?:un)?health(?:y)?\b|\b(?:failed|refused|revoked|missing|interrupted)\b", re.I)),
+    ("an override or a code (topsrider_rollback_allow_revoked=true, rc=1)", re.compile(r"\b[a-z][a-z0-9_]*=[^\s,;)]+")),
+)
+# Words either side of a decisive one kept with it while there is room (what it
+# says of what), when they are short (a path is detail).
+_CONTEXT = 2
+_CONTEXT_CHARS = 24
+# The detail's first words, what happened ("back from 2.5.140 to 2.5.136",
+# "restored to the state before the deploy (proven)", "deferred, nothing was changed").
+_HEAD_CHARS = 50
+_MARK = u"..."
+# Priorities of a detail's words, given up last to first: the decisive words,
+# the detail's head, a decisive word's neighbours, the rest of the first
+# clause, the rest.
+_DECIDES, _HEAD, _NEAR, _REASON, _DETAIL = 0, 1, 2, 3, 4
+
+
+def _word_priorities(words):
+    """Each word's priority: _DECIDES for a word a DECISIVE expression
+    touches; _HEAD for the first clause's words within its first _HEAD_CHARS
+    characters; _REASON for the rest of the first clause (up to its first
+    '; ': what happened); _NEAR for a short word next to a decisive one (in
+    place of _REASON or _DETAIL); _DETAIL for the rest."""
+    text = u" ".join(words)
+    spans = [m.span() for dummy, rx in DECISIVE for m in rx.finditer(text)]
+    prio, at, first_clause = [], 0, True
+    for w in words:
+        end = at + len(w)
+        prio.append(_DECIDES if any(a < end and at < b for a, b in spans)
+                    else _HEAD if first_clause and end <= _HEAD_CHARS
+                    else _REASON if first_clause else _DETAIL)
+        first_clause = first_clause and not w.endswith(u";")
+        at = end + 1
+    for i in [i for i, p in enumerate(prio) if p == _DECIDES]:
+        for j in range(max(i - _CONTEXT, 0), min(i + _CONTEXT + 1, len(prio))):
+            if prio[j] > _NEAR and len(words[j]) <= _CONTEXT_CHARS:
+                prio[j] = _NEAR
+    return prio
+
+
+def _render(words, kept):
+    out = []
+    for w, k in zip(words, kept):
+        if k:
+            out.append(w)
+        elif not out or out[-1] is not _MARK:
+            out.append(_MARK)
+    return u" ".join(out)
+
+
+def _runs(prio, level):
+    """Runs of consecutive word indexes of priority `level` or lower."""
+    runs, run = [], []
+    for i, p in enumerate(prio):
+        if p >= level:
+            run.append(i)
+        elif run:
+            runs.append(run)
+            run = []
+    return runs + [run] if run else runs
+
+
+def cut_detail(text, width):
+    """The detail in at most `width` characters, keeping the words that
+    decide: words are given up lowest priority first (_word_priorities: the
+    rest, the first clause, a decisive word's neighbours, the detail's head,
+    the decisive words last), each from the middle of the longest run of
+    words that can go (counted in characters), and every run of words given
+    up shows as one '...'; then words given up next to a kept one are taken
+    back, most important and first first, while they fit. A word is never
+    cut inside but one longer than the whole width, which keeps its start."""
+    text = _one_line(text)
+    if len(text) <= width:
+        return text
+    words = text.split(u" ")
+    prio = _word_priorities(words)
+    kept = [True] * len(words)
+    for level in (_DETAIL, _REASON, _NEAR, _HEAD, _DECIDES):
+        while len(_render(words, kept)) > width:
+            runs = [r for r in _runs(prio, level) if any(kept[i] for i in r)]
+            if not runs:
+                break
+            longest = max(runs, key=lambda r: sum(len(words[i]) + 1 for i in r if kept[i]))
+            # The middle of the run in characters, over all of its words (given up or not).
+            centre, at = {}, 0
+            for i in longest:
+                centre[i] = at + len(words[i]) / 2.0
+                at += len(words[i]) + 1
+            middle = at / 2.0
+            drop = min((i for i in longest if kept[i]), key=lambda i: (abs(centre[i] - middle), i))
+            kept[drop] = False
+    for i in sorted(range(len(words)), key=lambda i: (prio[i], i)):
+        # A word taken back joins what is kept: never an island between two '...'.
+        if not kept[i] and ((i > 0 and kept[i - 1]) or (i + 1 < len(words) and kept[i + 1])):
+            kept[i] = True
+            if len(_render(words, kept)) > width:
+                kept[i] = False
+    if not any(kept):
+        kept[min(range(len(words)), key=lambda i: (prio[i], i))] = True
+    line = _render(words, kept)
+    if len(line) > width:
+        line = line[:max(width - len(_MARK) - 1, 0)].rstrip() + u" " + _MARK
+    return line[:width]
 
 
 def _rows(report):
@@ -322,8 +422,9 @@ def _slurm_sentence(s):
 def to_text(report):
     """The report as plain text for a terminal: a heading, the summary line and
     an aligned table, one line per host of at most TEXT_WIDTH characters (a
-    longer one keeps its start and end with ' ... ' between, and a line under
-    the table says where the whole of it is), nothing wrapped, no trailing space (so that
+    longer detail is cut by cut_detail(), which keeps the words that decide and
+    shows what it left out as '...', and a line under the table says where the
+    whole of it is), nothing wrapped, no trailing space (so that
     Ansible's YAML output shows it as a literal block, line for line)."""
     rows = _rows(report)
     check = u" (check mode)" if report.get("check_mode") in (True, "True", "true") else u""
@@ -359,7 +460,7 @@ def to_text(report):
         cells = u"  ".join(c.ljust(w) for c, w in zip(t, widths)) + u"  "
         detail = t[-1]
         if len(cells) + len(detail) > TEXT_WIDTH:
-            detail = _cut_middle(detail, max(TEXT_WIDTH - len(cells), 2 * len(_CUT)))
+            detail = cut_detail(detail, max(TEXT_WIDTH - len(cells), 20))
             cut = True
         lines.append((cells + detail).rstrip())
     if cut:

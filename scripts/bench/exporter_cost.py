@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the card exporter costs on a 16-card node (issue 33): scrape latency and CPU.
+"""What the card exporter costs on a 16-card node (issue 33): scrape latency, CPU and memory.
 
     .venv/bin/python scripts/bench/exporter_cost.py [--cards 16] [--scrapes 1000]
-        [--busy-interval 0.25] [--interval 15] [--window 300] [--json OUT]
+        [--busy-interval 0.25] [--interval 15] [--window 300]
+        [--memory-window 120] [--memory-interval 1] [--json OUT]
 
 On this machine, against a simulated node of --cards cards (simctl's state in
 a temporary directory, its PCI view drawn there too) with the simulator's
 efsmi as the tool, the daemon roles/card_exporter/files/topsrider-card-exporter
 runs with a library of exactly the module_utils files the role installs
-(_card_metrics.EXPORTER_MODULE_UTILS). Two phases, each with a fresh daemon:
+(_card_metrics.EXPORTER_MODULE_UTILS). Three phases, each with a fresh daemon:
 
   latency  --scrapes GETs of /metrics one after another, each on a new
            connection as Prometheus makes them, while the daemon reads every
@@ -20,9 +21,18 @@ runs with a library of exactly the module_utils files the role installs
            seconds with one scrape every --scrape-every seconds (Prometheus'
            scrape): the CPU it and its children (efsmi) used, from
            /proc/<pid>/stat utime+stime+cutime+cstime, as a share of one core.
+  memory   the daemon reading every --memory-interval seconds (--timeout 10,
+           the role's default) through a wrapper of efsmi that a mode file
+           turns hostile: idle (efsmi itself) for --memory-window seconds,
+           its RSS then the idle figure; endless (a tool that prints without
+           end) and 50mb (a tool that prints 50 MB and exits) for
+           --memory-window seconds each, scraped every second; the peak RSS
+           (VmHWM) over the idle RSS, the slowest scrape, and whether the
+           daemon stayed the same process.
 
-Prints both, --json writes them. Exits 1 when p99 is above --max-p99-ms (50)
-or the CPU share above --max-cpu-pct (1.0), issue 33's goals.
+Prints all three, --json writes them. Exits 1 when p99 is above
+--max-p99-ms (50), the CPU share above --max-cpu-pct (1.0) (issue 33's
+goals) or the peak RSS over idle above --max-rss-over-idle-mb (64, issue 48's).
 """
 import argparse
 import datetime
@@ -89,10 +99,38 @@ def simctl(env, *args):
         raise BenchError("simctl %s: %s" % (" ".join(args), proc.stderr.strip()))
 
 
+# The memory phase's tool: efsmi, or what the file `mode` next to it says.
+HOSTILE = """import os, sys
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "mode")) as f:
+    mode = f.read().strip()
+if mode == "endless":
+    line = b"DEV ID 0 " + b"x" * 100 + b"\\n"
+    while True:
+        sys.stdout.buffer.write(line * 100)
+if mode == "50mb":
+    sys.stdout.buffer.write((b"y" * 999 + b"\\n") * 50000)
+    sys.exit(0)
+os.execv(sys.executable, [sys.executable, %r] + sys.argv[1:])
+"""
+
+
+def hostile_tool(work):
+    """(the tool's path, its mode file)."""
+    d = os.path.join(work, "hostile")
+    os.makedirs(d)
+    with open(os.path.join(d, "hostile.py"), "w") as f:
+        f.write(HOSTILE % EFSMI)
+    tool = os.path.join(d, "efsmi")
+    with open(tool, "w") as f:
+        f.write("#!/bin/sh\nexec '%s' '%s' \"$@\"\n" % (sys.executable, os.path.join(d, "hostile.py")))
+    os.chmod(tool, 0o755)
+    return tool, os.path.join(d, "mode")
+
+
 class Daemon(object):
-    def __init__(self, env, lib, interval, timeout):
+    def __init__(self, env, lib, interval, timeout, tool=EFSMI):
         argv = [sys.executable, DAEMON, "--lib", lib, "--listen", "127.0.0.1:0", "--interval", str(interval),
-                "--timeout", str(timeout), "--vendor", "enflame", "--tool", EFSMI, "--pci-root", env["SIM_PCI_ROOT"]]
+                "--timeout", str(timeout), "--vendor", "enflame", "--tool", tool, "--pci-root", env["SIM_PCI_ROOT"]]
         self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         ready, _w, _x = select.select([self.proc.stderr], [], [], 30)
         line = self.proc.stderr.readline().decode() if ready else ""
@@ -123,6 +161,11 @@ class Daemon(object):
         with open("/proc/%d/stat" % self.proc.pid) as f:
             fields = f.read().rsplit(")", 1)[1].split()
         return sum(int(v) for v in fields[11:15]) / float(os.sysconf("SC_CLK_TCK"))
+
+    def status_kib(self, field):
+        """A /proc/<pid>/status figure of the daemon (VmRSS, VmHWM), KiB."""
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            return int(re.search(r"^%s:\s*(\d+)" % field, f.read(), re.MULTILINE).group(1))
 
     def stop(self):
         if self.proc.poll() is None:
@@ -185,6 +228,47 @@ def cpu(env, lib, cards, interval, window, scrape_every):
             "cpu_per_read_ms": round(1000.0 * used / done, 1) if done else None}
 
 
+def errors(body, reason):
+    m = re.search(r'^topsrider_exporter_read_errors_total\{reason="%s"\} (\d+)' % reason, body, re.MULTILINE)
+    return int(m.group(1)) if m else 0
+
+
+def memory(env, lib, work, cards, window, interval):
+    tool, mode = hostile_tool(work)
+    with open(mode, "w") as f:
+        f.write("normal")
+    d = Daemon(env, lib, interval, 10, tool)
+    out = {"window_s": window, "interval_s": interval, "timeout_s": 10}
+    try:
+        d.wait_for_cards(cards)
+        started = time.monotonic()
+        while time.monotonic() - started < window:
+            d.scrape()
+            time.sleep(1)
+        out["idle_rss_mb"] = round(d.status_kib("VmRSS") / 1024.0, 1)
+        out["idle_peak_mb"] = round(d.status_kib("VmHWM") / 1024.0, 1)
+        for phase in ("endless", "50mb"):
+            with open(mode, "w") as f:
+                f.write(phase)
+            before = errors(d.scrape()[1], "too_large")
+            slowest, started = 0.0, time.monotonic()
+            while time.monotonic() - started < window:
+                if d.proc.poll() is not None:
+                    raise BenchError("the exporter exited (%s) in the %s phase" % (d.proc.returncode, phase))
+                took, body = d.scrape()
+                slowest = max(slowest, took)
+                time.sleep(1)
+            out[phase] = {"too_large": errors(body, "too_large") - before, "timeouts": errors(body, "timeout"),
+                          "max_scrape_ms": round(slowest * 1000, 1),
+                          "peak_rss_mb": round(d.status_kib("VmHWM") / 1024.0, 1),
+                          "rss_after_mb": round(d.status_kib("VmRSS") / 1024.0, 1)}
+        out["peak_over_idle_mb"] = round(out["50mb"]["peak_rss_mb"] - out["idle_rss_mb"], 1)  # VmHWM never falls
+        out["same_process"] = d.proc.poll() is None
+    finally:
+        d.stop()
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cards", type=int, default=16)
@@ -196,6 +280,10 @@ def main(argv=None):
     p.add_argument("--scrape-every", type=float, default=15.0, help="a scrape every this many seconds (15)")
     p.add_argument("--max-p99-ms", type=float, default=50.0)
     p.add_argument("--max-cpu-pct", type=float, default=1.0)
+    p.add_argument("--memory-window", type=float, default=120.0,
+                   help="seconds of each memory phase: idle, endless, 50mb (120)")
+    p.add_argument("--memory-interval", type=float, default=1.0, help="reading interval of the memory phases (1 s)")
+    p.add_argument("--max-rss-over-idle-mb", type=float, default=64.0)
     p.add_argument("--json", help="write the result here")
     args = p.parse_args(argv)
     work = tempfile.mkdtemp(prefix="exporter-cost.")
@@ -211,21 +299,30 @@ def main(argv=None):
         use = cpu(env, lib, args.cards, args.interval, args.window, args.scrape_every)
         print("cpu: %.3f s in %.0f s at --interval %s (%d readings, %.1f ms each): %.3f %% of one core" % (
             use["cpu_s"], use["window_s"], args.interval, use["reads"], use["cpu_per_read_ms"] or 0, use["cpu_pct"]))
+        mem = memory(env, lib, work, args.cards, args.memory_window, args.memory_interval)
+        print("memory: idle RSS %.1f MB; endless output: %d too_large, slowest scrape %.1f ms; 50 MB outputs: %d "
+              "too_large, slowest scrape %.1f ms; peak RSS %.1f MB, %.1f MB over idle; same process: %s" % (
+                  mem["idle_rss_mb"], mem["endless"]["too_large"], mem["endless"]["max_scrape_ms"],
+                  mem["50mb"]["too_large"], mem["50mb"]["max_scrape_ms"], mem["50mb"]["peak_rss_mb"],
+                  mem["peak_over_idle_mb"], mem["same_process"]))
     except BenchError as e:
         sys.stderr.write("exporter_cost: %s\n" % e)
         return 2
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"), "commit": short_commit(),
-              "cpus": os.cpu_count(), "cards": args.cards, "latency": lat, "cpu": use,
-              "goals": {"max_p99_ms": args.max_p99_ms, "max_cpu_pct": args.max_cpu_pct}}
-    result["pass"] = lat["p99_ms"] <= args.max_p99_ms and use["cpu_pct"] <= args.max_cpu_pct
+              "cpus": os.cpu_count(), "cards": args.cards, "latency": lat, "cpu": use, "memory": mem,
+              "goals": {"max_p99_ms": args.max_p99_ms, "max_cpu_pct": args.max_cpu_pct,
+                        "max_rss_over_idle_mb": args.max_rss_over_idle_mb}}
+    result["pass"] = (lat["p99_ms"] <= args.max_p99_ms and use["cpu_pct"] <= args.max_cpu_pct
+                      and mem["peak_over_idle_mb"] <= args.max_rss_over_idle_mb and mem["same_process"])
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1, sort_keys=True)
             f.write("\n")
     verdict = "met" if result["pass"] else "MISSED"
-    print("goals (p99 <= %s ms, cpu <= %s %%): %s" % (args.max_p99_ms, args.max_cpu_pct, verdict))
+    print("goals (p99 <= %s ms, cpu <= %s %%, peak RSS over idle <= %s MB): %s" % (
+        args.max_p99_ms, args.max_cpu_pct, args.max_rss_over_idle_mb, verdict))
     return 0 if result["pass"] else 1
 
 

@@ -52,7 +52,7 @@ def test_structure():
 
 def test_every_query_is_valid_promql(tmp_path):
     rule_file = {"groups": [{"name": "dashboard", "rules": [{"record": "dashboard:q%d" % i, "expr": e}
-                                                            for i, (_, e) in enumerate(exprs())]}]}
+                                                            for i, (dummy, e) in enumerate(exprs())]}]}
     (tmp_path / "rules.yml").write_text(yaml.safe_dump(rule_file))
     r = promtool("check", "rules", str(tmp_path / "rules.yml"))
     assert r.returncode == 0 and "SUCCESS: %d rules found" % len(exprs()) in r.stdout, r.stdout
@@ -61,7 +61,7 @@ def test_every_query_is_valid_promql(tmp_path):
 def test_queries_read_only_the_fabric_textfile_and_its_recording_rule():
     written = set(f.name for f in text_string_to_metric_families(fabric_text()))
     assert set(RECORDS) <= set(r.get("record") for r in rules())
-    used = set(n for _, e in exprs() for n in metric_names(e))
+    used = set(n for dummy, e in exprs() for n in metric_names(e))
     assert used - written - set(RECORDS) == set()
     assert "topsrider_fabric_pair_busbw_bytes_per_second" in used and set(RECORDS) <= used
 

@@ -60,6 +60,6 @@ def test_every_alert_points_at_its_own_section():
 
 
 def test_every_alert_section_names_an_alert_that_exists():
-    names = set(rule["alert"].lower() for _, rule in alerts())
+    names = set(rule["alert"].lower() for dummy, rule in alerts())
     sections = [a for a in anchors() if a.startswith("topsrider") and not a.startswith("topsrider-")]
     assert set(sections) == names

@@ -82,6 +82,11 @@ def test_a_host_lost_mid_task_is_named_unreachable_in_the_written_and_printed_re
         assert json.load(f) == report
     assert "Unreachable: lost1." in out and "0 ok, 0 failed, 1 unreachable, 0 changed, 1 not started." in out
     assert out.count("0 ok, 0 failed, 1 unreachable, 0 changed, 1 not started.") == 1
+    assert "fleet_report is not enabled" not in out
+
+
+def _flat(out):
+    return " ".join(out.split())
 
 
 def test_neither_adjacent_nor_enabled_leaves_the_report_as_the_run_wrote_it(tmp_path):
@@ -89,6 +94,11 @@ def test_neither_adjacent_nor_enabled_leaves_the_report_as_the_run_wrote_it(tmp_
     rc, out, report = _run(tmp_path, reach=False, adjacent=False, enabled=False)
     assert rc == 4, out
     assert [(r["host"], r["result"]) for r in report["hosts"]] == [("lost1", "in progress"), ("n2", "not started")]
+    # No report printed at the end: the run says so when it writes its report, with the remedy.
+    assert "0 ok, 0 failed, 1 unreachable" not in out
+    assert ("[WARNING]: gcu.topsrider.fleet_report is not enabled: if a node stops answering in the middle of a task, Ansible"
+            " ends the run without printing the fleet report at the end") in _flat(out)
+    assert "ANSIBLE_CALLBACKS_ENABLED=gcu.topsrider.fleet_report" in _flat(out)
 
 
 def test_a_run_that_lost_nobody_keeps_its_own_report(tmp_path):
@@ -96,3 +106,4 @@ def test_a_run_that_lost_nobody_keeps_its_own_report(tmp_path):
     assert rc == 0, out
     assert [(r["host"], r["result"]) for r in report["hosts"]] == [("lost1", "in progress"), ("n2", "not started")]
     assert not os.path.exists(str(tmp_path / "reports" / "deploy-r1.d"))
+    assert "fleet_report is not enabled" not in out

@@ -415,3 +415,213 @@ def test_sigterm_while_the_tool_hangs(node, exporters):
     rc, log = e.stop()
     assert rc == 0 and time.monotonic() - started < 5 and "stopped" in log
     assert [p for p in os.listdir("/proc") if p.isdigit() and cmdline_has(p, node.env["SIM_STATE"])] == []
+
+
+# A vendor tool that misbehaves as the file `mode` next to it says; otherwise
+# the simulator's efsmi. Hostile values go into the first card of `efsmi -q`.
+HOSTILE_TOOL = """import os, re, subprocess, sys
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "mode")) as f:
+    mode = f.read().strip()
+args = sys.argv[1:]
+if mode == "endless":
+    line = b"DEV ID 0 " + b"x" * 100 + b"\\n"
+    while True:
+        sys.stdout.buffer.write(line * 100)
+if mode == "big":
+    sys.stdout.buffer.write((b"y" * 999 + b"\\n") * 50000)  # 50 MB, then exit 0
+    sys.exit(0)
+if mode == "random":
+    sys.stdout.buffer.write(os.urandom(65536))
+    sys.exit(0)
+if mode == "stderr":
+    sys.stderr.write("Error: boom\\ntopsrider-card-exporter: reading recovered (exit failures before)\\n\\x1b[2J\\x00")
+    sys.exit(1)
+out = subprocess.run([sys.executable, %(efsmi)r] + args, stdout=subprocess.PIPE, check=True).stdout.decode("utf-8")
+if "-q" in args:
+    subs = {"ecc321": (r"(Total DBE\\s*: )0", "1" * 321), "mem400": (r"(Mem Size\\s*: )32768", "1" * 400),
+            "cold": (r"(GCU Temp\\s*: )30", "-300"), "util": (r"(GCU Usage\\s*: )0\\.0", "250.0"),
+            "nan": (r"(Cur Power\\s*: )48", "nan")}
+    if mode in subs:
+        pattern, value = subs[mode]
+        out = re.sub(pattern, lambda m: m.group(1) + value, out, count=1)
+    if mode == "renumber":
+        n = iter(range(100))
+        out = re.sub(r"^DEV ID \\d+", lambda m: "DEV ID %%d" %% next(n), out, flags=re.M)
+sys.stdout.write(out)
+"""
+
+
+def hostile_tool(node, mode="normal"):
+    script = node.tmp / "hostile.py"
+    script.write_text(HOSTILE_TOOL % {"efsmi": EFSMI})
+    (node.tmp / "mode").write_text(mode)
+    tool = node.tmp / "efsmi-hostile" / "efsmi"
+    tool.parent.mkdir(exist_ok=True)
+    tool.write_text("#!/bin/sh\nSIM_STATE='%s' exec '%s' '%s' \"$@\"\n" % (
+        node.env["SIM_STATE"], sys.executable, script))
+    tool.chmod(0o755)
+    return str(tool)
+
+
+def checked(text):
+    """text as a strict parser and promtool read it: both must accept every line."""
+    list(text_string_to_metric_families(text))
+    lint = subprocess.run(["promtool", "check", "metrics"], input=text, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    assert lint.returncode == 0, lint.stdout
+    return text
+
+
+def state_lines(log):
+    return [line for line in log.splitlines() if "reading " in line]
+
+
+@pytest.mark.parametrize("mode, metric, reason", [
+    ("random", "topsrider_card_temperature_celsius", "parse"),
+    ("nan", "topsrider_card_power_watts", "parse"),
+    ("ecc321", "topsrider_card_ecc_uncorrected_errors_total", "out_of_range"),
+    ("cold", "topsrider_card_temperature_celsius", "out_of_range"),
+    ("util", "topsrider_card_utilization_ratio", "out_of_range"),
+    ("mem400", "topsrider_card_memory_total_bytes", "out_of_range"),
+])
+def test_a_value_out_of_range_fails_the_reading_and_the_last_good_one_stays(node, exporters, mode, metric, reason):
+    tool = hostile_tool(node)
+    e = Exporter(node, tool=tool)
+    exporters.append(e)
+    good = checked(e.until(lambda t: value(t, metric, bus_id="0000:3d:00.0") is not None))
+    before = value(good, metric, bus_id="0000:3d:00.0")
+    (node.tmp / "mode").write_text(mode)
+    text = checked(e.until(lambda t: errors(t, reason) >= 3))
+    reads = value(text, "topsrider_exporter_reads_total")
+    assert sum(errors(text, r) for r in _card_metrics.ERROR_REASONS) == errors(text, reason)
+    assert errors(text, reason) <= reads
+    # the last good value stays and its age grows: the card of the bad value only (or every card,
+    # where the output cannot be parsed at all: random bytes, a power of "nan", a 400-digit memory size)
+    assert value(text, metric, bus_id="0000:3d:00.0") == before
+    first = value(text, "topsrider_card_reading_age_seconds", bus_id="0000:3d:00.0")
+    assert first >= 0.4
+    other = value(text, "topsrider_card_reading_age_seconds", bus_id="0000:3e:00.0")
+    assert (other < first) == (mode not in ("mem400", "random", "nan"))
+    later = e.until(lambda t: value(t, "topsrider_card_reading_age_seconds", bus_id="0000:3d:00.0") > first + 0.3)
+    assert errors(later, reason) > errors(text, reason)
+    (node.tmp / "mode").write_text("normal")
+    back = time.time()
+    e.until(lambda t: (value(t, "topsrider_exporter_last_success_timestamp_seconds") or 0) > back)
+    rc, log = e.stop()
+    assert rc == 0
+    lines = state_lines(log)
+    assert len(lines) == 2, log  # one when it fails, one when it recovers
+    assert "reading fails (%s)" % reason in lines[0] and "reading recovered" in lines[1]
+    assert "1" * 30 not in log  # a long number is named by its length, never printed whole
+
+
+@pytest.mark.parametrize("mode", ["endless", "big"])
+def test_an_output_past_the_cap_is_cut_and_the_tool_killed(node, exporters, mode):
+    tool = hostile_tool(node, mode)
+    e = Exporter(node, tool=tool, timeout="5")
+    exporters.append(e)
+    text = checked(e.until(lambda t: errors(t, "too_large") >= 2, wait=20))
+    assert value(text, "topsrider_exporter_read_duration_seconds") < 4  # cut at the cap, not at --timeout
+    assert errors(text, "timeout") == 0
+    with open("/proc/%d/status" % e.proc.pid) as f:
+        rss_kib = int(re.search(r"VmHWM:\s*(\d+)", f.read()).group(1))
+    assert rss_kib < 64 * 1024, rss_kib
+    # no run of the tool is left behind
+    left = [p for p in os.listdir("/proc") if p.isdigit() and cmdline_has_text(p, "hostile.py")]
+    assert len(left) <= 1, left
+    rc, log = e.stop()
+    assert rc == 0
+    lines = state_lines(log)
+    assert len(lines) == 1 and "reading fails (too_large)" in lines[0], log
+
+
+def cmdline_has_text(pid, text):
+    try:
+        with open("/proc/%s/cmdline" % pid, "rb") as f:
+            return text in f.read().decode("utf-8", "replace")
+    except OSError:
+        return False
+
+
+def test_the_tools_stderr_is_one_quoted_line_of_the_log(node, exporters):
+    tool = hostile_tool(node, "stderr")
+    e = Exporter(node, tool=tool)
+    exporters.append(e)
+    checked(e.until(lambda t: errors(t, "exit") >= 3))
+    rc, log = e.stop()
+    assert rc == 0
+    lines = log.splitlines()
+    assert all(line.startswith("topsrider-card-exporter: ") for line in lines), log
+    (fails,) = [line for line in lines if "reading" in line]
+    assert "reading recovered" not in fails.split("stderr", 1)[0]
+    said = "Error: boom\ntopsrider-card-exporter: reading recovered (exit failures before)\n\x1b[2J\x00"
+    assert fails.endswith("stderr " + repr(said)), fails
+    assert "\x1b" not in log and "\x00" not in log
+
+
+def test_a_card_is_its_bus_id(node, exporters):
+    tool = hostile_tool(node, "renumber")
+    e = Exporter(node, tool=tool)
+    exporters.append(e)
+    text = checked(e.until(lambda t: value(t, "topsrider_card_info", card="3", bus_id="0000:41:00.0") is not None))
+    node.simctl("card", "1", "temperature_c=41")
+    node.simctl("card", "2", "temperature_c=42")
+    e.until(lambda t: value(t, "topsrider_card_temperature_celsius", card="2") == 42)
+    # card 1 (0000:3e:00.0) leaves the bus: the tool lists the others renumbered 0, 1, 2
+    node.simctl("remove", "1")
+    gone = time.time()
+    text = checked(e.until(lambda t: value(t, "topsrider_card_info", card="2", bus_id="0000:41:00.0") is not None
+                           and value(t, "topsrider_card_reading_age_seconds", bus_id="0000:3e:00.0") > 1.0))
+    # the card that went keeps its last values, ageing, and is said to be missing
+    assert value(text, "topsrider_card_temperature_celsius", bus_id="0000:3e:00.0", card="1") == 41
+    assert value(text, "topsrider_card_missing_info", bus_id="0000:3e:00.0") == 1
+    assert value(text, "topsrider_card_reading_age_seconds", bus_id="0000:3e:00.0") >= time.time() - gone - 0.5
+    # the renumbered cards are fresh, each under its bus id with its new index as a label
+    assert value(text, "topsrider_card_temperature_celsius", bus_id="0000:40:00.0", card="1") == 42
+    for bus in ("0000:3d:00.0", "0000:40:00.0", "0000:41:00.0"):
+        assert value(text, "topsrider_card_reading_age_seconds", bus_id=bus) < 1.0, bus
+        assert value(text, "topsrider_card_missing_info", bus_id=bus) is None
+    assert len([line for line in text.splitlines() if line.startswith("topsrider_card_info{")]) == 4
+    node.simctl("restore", "1")
+    text = checked(e.until(lambda t: value(t, "topsrider_card_missing_info", bus_id="0000:3e:00.0") is None))
+    assert value(text, "topsrider_card_reading_age_seconds", bus_id="0000:3e:00.0") < 1.0
+    rc, log = e.stop()
+    assert rc == 0 and state_lines(log) == [], log
+
+
+def load_daemon():
+    """The daemon's file as a module (it has no .py suffix), for what needs a reading made to raise."""
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader("topsrider_card_exporter", DAEMON)
+    spec = importlib.util.spec_from_loader("topsrider_card_exporter", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def test_an_exception_inside_a_reading_is_counted_and_logged_once(node, tmp_path, capsys, monkeypatch):
+    daemon = load_daemon()
+    from ansible_collections.gcu.topsrider.plugins.module_utils import _card_jobs
+    args = daemon.argparse.Namespace(vendor="enflame", tool=str(node.tool), pci_root=node.env["SIM_PCI_ROOT"],
+                                     jobs_dir=str(tmp_path / "jobs"), interval=15.0, timeout=10.0)
+    e = daemon.Exporter(args, _card_metrics, _card_jobs)
+    e.read_once()
+    assert e.stats["errors"] == {} and len(e.entries) == 4
+    good = dict((k, t) for k, (_e, t) in e.entries.items())
+
+    def broken(*_a, **_k):
+        raise RuntimeError("a bug\nwith a second line")
+    monkeypatch.setattr(_card_metrics, "snapshot", broken)
+    for _n in range(3):
+        e.read_once()
+    assert e.stats["reads"] == 4 and e.stats["errors"] == {"internal": 3}
+    assert dict((k, t) for k, (_e, t) in e.entries.items()) == good  # the last good entries stay
+    text = checked(e.scrape().decode())
+    assert errors(text, "internal") == 3
+    monkeypatch.undo()
+    e.read_once()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["topsrider-card-exporter: reading fails (internal): RuntimeError: a bug\\nwith a second line",
+                     "topsrider-card-exporter: reading recovered (internal failures before)"], lines

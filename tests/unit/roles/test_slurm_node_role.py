@@ -27,8 +27,8 @@ def render(**over):
     env.filters["bool"] = bool
     defaults = load("defaults", "main.yml")
     values = dict((k, v) for k, v in defaults.items() if "{{" not in str(v))
-    values.update(ansible_play_hosts=["n1"], hostvars={"n1": {"slurm_node_gres_name": "gcu",
-                                                             "slurm_node_line": "NodeName=n1 Gres=gcu:8"}})
+    values.update(ansible_play_hosts=["n1"],
+                  hostvars={"n1": {"slurm_node_gres_name": "gcu", "slurm_node_line": "NodeName=n1 Gres=gcu:8"}})
     values.update(over)
     with open(os.path.join(ROLE, "templates", "slurm.conf.topsrider.j2")) as f:
         return env.from_string(f.read()).render(**values)

@@ -33,8 +33,8 @@ def test_jobs_sorted_by_number_and_bad_files_named(tmp_path):
     jobs, problems = J.read_jobs(str(d))
     assert [j["job_id"] for j in jobs] == ["9", "9_2", "100"]
     assert jobs[2] == {"job_id": "100", "user": "bob", "cards": [1, 3]}
-    assert [p.split(":")[0] for p in problems] == ["12.json", "13.json", "15.json", "16.json", "17.json", "18.json",
-                                                  "19.json"]
+    assert [p.split(":")[0] for p in problems] == [
+        "12.json", "13.json", "15.json", "16.json", "17.json", "18.json", "19.json"]
     assert "names job 14" in problems[1] and "more than 65536 bytes" in problems[6]
 
 

@@ -41,6 +41,7 @@ CONTRACT = {
     "topsrider_card_holder_info": ("gauge", ("card", "bus_id", "slurm_job", "user")),
     "topsrider_card_processes": ("gauge", ("card", "bus_id")),
     "topsrider_card_reading_age_seconds": ("gauge", ("card", "bus_id")),
+    "topsrider_card_missing_info": ("gauge", ("card", "bus_id")),
     "topsrider_node_driver_info": ("gauge", ("vendor", "driver_version", "tool", "tool_version")),
     "topsrider_exporter_reads_total": ("counter", ()),
     "topsrider_exporter_read_errors_total": ("counter", ("reason",)),
@@ -107,13 +108,14 @@ def test_16_enflame_cards_from_the_simulated_efsmi(tmp_path):
     text = render_reading(EFSMI_SPEC, reading, tmp_path / "pci", jobs)
     fams = families(text)
     # every family but the corrected ECC count, which efsmi does not report, and the
-    # process count: efsmi lists no processes per card
+    # process count: efsmi lists no processes per card; and no card is missing
     assert set(fams) == set(n[:-6] if CONTRACT[n][0] == "counter" else n for n in CONTRACT) - {
-        "topsrider_card_ecc_corrected_errors", "topsrider_card_processes"}
+        "topsrider_card_ecc_corrected_errors", "topsrider_card_processes", "topsrider_card_missing_info"}
     cards = [str(i) for i in range(16)]
     for name in CONTRACT:
         if name.startswith("topsrider_card_") and name not in ("topsrider_card_ecc_corrected_errors_total",
-                                                               "topsrider_card_processes"):
+                                                               "topsrider_card_processes",
+                                                               "topsrider_card_missing_info"):
             assert sorted(by_card(text, name), key=int) == cards, name
     assert "topsrider_card_ecc_corrected_errors_total" not in text  # efsmi has no such count
     assert by_card(text, "topsrider_card_temperature_celsius")["5"] == 91
@@ -138,7 +140,8 @@ def test_16_enflame_cards_from_the_simulated_efsmi(tmp_path):
     assert dict(drv) == {"vendor": "enflame", "driver_version": "2.4.20230829", "tool": "efsmi",
                          "tool_version": "1.20.0"}
     errors = dict((dict(k)["reason"], v) for k, v in samples(text, "topsrider_exporter_read_errors_total").items())
-    assert errors == {"timeout": 1, "exit": 0, "parse": 0, "missing_tool": 0, "jobs": 0}
+    assert errors == {"timeout": 1, "exit": 0, "parse": 0, "missing_tool": 0, "jobs": 0, "too_large": 0,
+                      "out_of_range": 0, "internal": 0}
     assert samples(text, "topsrider_exporter_reads_total") == {(): 3}
     assert samples(text, "topsrider_exporter_interval_seconds") == {(): 15.0}
 
@@ -263,3 +266,86 @@ def test_parse_reading_errors_are_parse_errors():
     with pytest.raises(M.PARSE_ERRORS):
         M.parse_reading(NVIDIA_SPEC, "0, 1\n")
     assert issubclass(_efsmi.EfsmiParseError, M.PARSE_ERRORS)
+
+
+@pytest.mark.parametrize("metric, value, expected", [
+    ("topsrider_card_temperature_celsius", 44, 44.0),
+    ("topsrider_card_temperature_celsius", -300, None),
+    ("topsrider_card_temperature_celsius", float("nan"), None),
+    ("topsrider_card_temperature_celsius", float("inf"), None),
+    ("topsrider_card_utilization_ratio", 1, 1.0),
+    ("topsrider_card_utilization_ratio", 2.5, None),
+    ("topsrider_card_utilization_ratio", -0.01, None),
+    ("topsrider_card_memory_total_bytes", 2 ** 53, float(2 ** 53)),
+    ("topsrider_card_memory_total_bytes", 2 ** 53 + 1, None),  # beyond a float's exact integers: out of range
+    ("topsrider_card_memory_total_bytes", -1, None),
+    ("topsrider_card_ecc_uncorrected_errors_total", int("9" * 321), None),
+    ("topsrider_card_ecc_uncorrected_errors_total", -int("9" * 400), None),
+    ("topsrider_card_ecc_uncorrected_errors_total", 0, 0.0),
+    ("topsrider_card_pcie_link_width", 33, None),
+    ("topsrider_card_pcie_link_speed_gts", 32.0, 32.0),
+    ("topsrider_card_power_watts", -1.0, None),
+    ("topsrider_card_healthy", True, None),  # card_entry gives 1 or 0, never a bool
+    ("topsrider_card_healthy", "1", None),
+])
+def test_checked_value(metric, value, expected):
+    assert M.checked_value(metric, value) == expected
+
+
+def test_every_card_metric_has_a_range():
+    card_metrics = [m["name"] for m in M.METRICS if m["name"].startswith("topsrider_card_")
+                    and not m["name"].endswith("_info") and m["name"] != M.AGE]
+    assert sorted(M.VALUE_RANGES) == sorted(card_metrics)
+
+
+def promtool_lint(text):
+    lint = subprocess.run(["promtool", "check", "metrics"], input=text, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    assert lint.returncode == 0, lint.stdout
+
+
+@pytest.mark.parametrize("field, value, metric", [
+    ("ecc_errors_uncorrected", int("1" * 321), "topsrider_card_ecc_uncorrected_errors_total"),
+    ("memory_total_mib", int("1" * 400), "topsrider_card_memory_total_bytes"),
+    ("temperature_c", -300, "topsrider_card_temperature_celsius"),
+    ("utilization_pct", 250.0, "topsrider_card_utilization_ratio"),
+    ("utilization_pct", int("7" * 400), "topsrider_card_utilization_ratio"),
+    ("power_w", float("nan"), "topsrider_card_power_watts"),
+])
+def test_a_value_out_of_range_is_named_and_never_served(field, value, metric):
+    card = {"index": 1, "bus_id": "0000:3e:00.0", "temperature_c": 40, "utilization_pct": 50.0,
+            "memory_total_mib": 32768, "ecc_errors_uncorrected": 0, "power_w": 100.0, "health": True}
+    card[field] = value
+    entry = M.card_entry(card, "enflame")
+    assert [m for m, _v in entry["bad"]] == [metric]
+    assert metric not in entry["values"] and entry["key"] == "0000:3e:00.0"
+    text = M.render(None, [(entry, 100.0)], STATS, 101.0)
+    assert metric not in text
+    promtool_lint(text)
+    assert entry["values"]["topsrider_card_healthy"] == 1  # the card's other values are in range
+    if isinstance(value, int) and value > 10 ** 20:
+        assert M.short_number(value) == "a %d-digit integer" % len(str(value))
+
+
+def test_a_400_digit_memory_size_from_efsmi_raises_an_arithmetic_error_only(tmp_path):
+    """The parser of efsmi's memory size (a float times its unit) overflows on a
+    400-digit number: an ArithmeticError, which the exporter counts as out_of_range."""
+    with pytest.raises(ArithmeticError):
+        _efsmi.parse_memory_mib("1" * 400 + " MiB")
+
+
+def test_cards_are_kept_by_bus_id_and_a_missing_one_is_said():
+    a = M.card_entry({"index": 0, "bus_id": "0000:01:00.0", "temperature_c": 30}, "enflame")
+    b = M.card_entry({"index": 1, "bus_id": "0000:02:00.0", "temperature_c": 31}, "enflame")
+    assert (a["key"], b["key"]) == ("0000:01:00.0", "0000:02:00.0")
+    assert M.card_key({"index": 3, "bus_id": ""}) == "index:3"
+    text = M.render(None, [(a, 90.0), (dict(b, missing=True), 50.0)], STATS, 100.0)
+    promtool_lint(text)
+    assert samples(text, "topsrider_card_missing_info") == {(("bus_id", "0000:02:00.0"), ("card", "1")): 1}
+    assert samples(text, "topsrider_card_reading_age_seconds") == {
+        (("bus_id", "0000:01:00.0"), ("card", "0")): 10.0, (("bus_id", "0000:02:00.0"), ("card", "1")): 50.0}
+
+
+def test_format_value_writes_what_prometheus_reads():
+    assert [M.format_value(v) for v in (3, True, 0.5, float("nan"), float("inf"), float("-inf"))] == [
+        "3", "1", "0.5", "NaN", "+Inf", "-Inf"]

@@ -91,8 +91,7 @@ def test_text_is_one_aligned_line_per_host_that_fits_a_terminal():
     table = lines[5:11]
     assert lines[11:] == ["", "(A line with ' ... ' is cut to fit a terminal: the JSON and Markdown reports have all of it.)"]
     assert len(table) == 6 and table[0].split() == ["host", "result", "version", "changed", "seconds", "detail"]
-    head, tail = table[1].split(" ... ")
-    assert len(table[1]) <= _fleet_report.TEXT_WIDTH and LONG.startswith(head[head.index("8 cards"):]) and LONG.endswith(tail)
+    assert len(table[1]) <= _fleet_report.TEXT_WIDTH and in_order(table[1][table[1].index("8 cards"):], LONG)
     assert table[1].split()[:5] == ["t20-node-1", "ok", "2.5.140", "yes", "41.2"]
     assert table[4].split()[:5] == ["t20-node-4", "failed", "2.5.136", "no", "12.5"]
     assert "tops-eccl postinst: exit 1 | see log" in table[4]
@@ -116,6 +115,86 @@ def test_text_prints_unwrapped_in_ansibles_yaml_output():
     assert out.startswith("msg: |")
     shown = [line[2:] for line in out.split("\n")[1:] if line]
     assert shown == [line for line in text.rstrip("\n").split("\n") if line]
+
+
+def in_order(cut, detail):
+    """Whether each piece of a cut detail (between '...') is whole words of the detail, in its order."""
+    words, at = detail.split(" "), 0
+    for piece in [p for p in cut.split("...") if p.strip()]:
+        piece = piece.strip().split(" ")
+        while at + len(piece) <= len(words) and words[at:at + len(piece)] != piece:
+            at += 1
+        if at + len(piece) > len(words):
+            return False
+        at += len(piece)
+    return True
+
+
+REVOKED_ROLLBACK = ("back from 2.5.140 to 2.5.136 (snapshot 20261127T101500Z-ab12); packages, holds, env and loader files,"
+                    " torch_gcu wheel and facts proven; REVOKED release (2.5.136), gone back to with"
+                    " topsrider_rollback_allow_revoked=true")
+UNHEALTHY_DEPLOY = ("restored to the state before the deploy (proven); Prove the cards are there and healthy: gcu_devices:"
+                    " 1 problem(s): unhealthy GCU(s): GCU 3 (0000:03:00.0, serial S3) (health gcu3 reported bad by efsmi);"
+                    " check dmesg, reload the enflame driver, reseat or RMA the card")
+with open(os.path.join(HERE, "..", "..", "fixtures", "reports", "deploy-failed-upgrade.json")) as _f:
+    DPKG_FAILED = json.load(_f)["hosts"][3]["detail"]
+
+
+@pytest.mark.parametrize("detail, width, kept, want", [
+    # The issue's rollback with the revocation override: REVOKED and the override stay, and what went back where.
+    (REVOKED_ROLLBACK, 103, ["back from 2.5.140 to 2.5.136", "REVOKED", "topsrider_rollback_allow_revoked=true"],
+     "back from 2.5.140 to 2.5.136 (snapshot ... REVOKED ... to with topsrider_rollback_allow_revoked=true"),
+    # The issue's failed deploy: the card that failed, its health, and what the run did.
+    (UNHEALTHY_DEPLOY, 103, ["restored to the state before the", "unhealthy GCU(s): GCU 3", "health gcu3"], None),
+    # dpkg's failure: the outcome, the verdict and the vendor's words; the paths go.
+    (DPKG_FAILED, 103, ["restored to the state before the deploy (proven);", "failed (rc=1):", "SIMULATED postinst"],
+     "restored to the state before the deploy (proven); ... failed (rc=1): tops-eccl: SIMULATED postinst ..."),
+    # A deferral: what happened and who holds which card (the end of a long command line goes).
+    ("deferred, nothing was changed: in use: pid 846 (root: /opt/venvs/train/bin/python -c import time, torch,"
+     " torch_gcu; torch.gcu.set_device(0); time.sleep(100000); print('x' * 80)) holds gcu0", 103,
+     ["deferred, nothing was changed: in use: pid 846", "holds gcu0"], None),
+    # A refusal keeps its first word where it was.
+    ("refused, nothing was changed: topsrider_env: ECCL_ALGO: the value 'x' is not one of ring, tree (the release's"
+     " env file lists them); fix the inventory and run again; the node keeps its env file as it is at 2.5.136", 103,
+     ["refused, nothing was changed: topsrider_env: ECCL_ALGO"], None),
+    # Narrow: the decisive words alone.
+    (REVOKED_ROLLBACK, 60, ["REVOKED", "topsrider_rollback_allow_revoked=true"], None),
+    # A refusal whose verdict is at the end, after a long clause of detail.
+    ("refused, nothing was changed: " + "the node's list is newer than this one " * 4 + "and gcu7 is MISSING", 80,
+     ["refused,", "gcu7", "MISSING"], None),
+    # Fits: as it is.
+    ("deployed 2.5.140", 103, ["deployed 2.5.140"], "deployed 2.5.140"),
+    # Nothing decides: its head, and the rest elided from the middle.
+    ("a b c d e f g h i j k l m n o p q r s t u v w x y z " * 4, 41, ["a b c d e f g h i j k l m n o p q r s"],
+     "a b c d e f g h i j k l m n o p q r s ..."),
+    ("a b c d e f g h i j k l m n o p q r s t u v w x y z " * 4, 75, ["a b c d e f g h i j k l m n o p q r s t u v w x y"],
+     "a b c d e f g h i j k l m n o p q r s t u v w x y z a b c d e ... v w x y z"),
+])
+def test_a_cut_detail_keeps_the_words_that_decide(detail, width, kept, want):
+    cut = _fleet_report.cut_detail(detail, width)
+    assert len(cut) <= width and in_order(cut, " ".join(detail.split()))
+    for words in kept:
+        assert words in cut, (words, cut)
+    assert "... ..." not in cut
+    if want is not None:
+        assert cut == want
+
+
+def test_a_cut_never_splits_a_word_but_a_decisive_one_too_long_for_the_line():
+    assert _fleet_report.cut_detail("x" * 50 + " REVOKED", 30) == "... REVOKED"
+    assert _fleet_report.cut_detail("REVOKED topsrider_x=" + "y" * 50, 30) == "REVOKED ..."
+    cut = _fleet_report.cut_detail("topsrider_x=" + "y" * 50, 30)
+    assert len(cut) == 30 and cut.startswith("topsrider_x=y") and cut.endswith("y ...")
+    assert _fleet_report.cut_detail("pad " * 40 + "REVOKED", 30).endswith("REVOKED")
+
+
+def test_the_issues_rollback_line_keeps_revoked_in_the_printed_table():
+    report = {"kind": "rollback", "id": "20261127T101500Z-ab12", "hosts": [
+        {"host": "topsrider-fleet-node1", "result": "ok", "version": "2.5.136", "changed": True, "duration_s": 52.3,
+         "detail": REVOKED_ROLLBACK}]}
+    (line,) = [t for t in _fleet_report.to_text(report).split("\n") if t.startswith("topsrider-fleet-node1")]
+    assert len(line) <= _fleet_report.TEXT_WIDTH and "REVOKED" in line
+    assert line.endswith("topsrider_rollback_allow_revoked=true")
 
 
 REAL = os.path.abspath(os.path.join(HERE, "..", "..", "fixtures", "reports"))
@@ -143,8 +222,7 @@ def test_real_reports(name):
         detail = " ".join(h["detail"].split())
         assert line.split()[1] == h["result"].split()[0] and len(line) <= _fleet_report.TEXT_WIDTH
         if " ... " in line and not line.endswith(detail):
-            head, tail = line.split(" ... ")
-            assert detail.startswith(head[head.index(detail[:20]):]) and detail.endswith(tail)
+            assert in_order(line[line.index(detail[:20]):], detail)
         else:
             assert line.endswith(detail)
 
