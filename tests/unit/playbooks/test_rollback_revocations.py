@@ -13,6 +13,7 @@ import json
 import os
 
 import pytest
+import yaml
 
 from conftest import TOP, run_play
 from gpg_keys import signed_list
@@ -107,3 +108,48 @@ def test_a_newer_list_passes_and_checks_the_target_against_it(tmp_path, node, ke
     three = signed_list(str(tmp_path / "revocations-3.json"), keys["ops"], 3)
     rc, out = rollback(tmp_path, node, topsrider_revocations=three)
     assert rc == 0 and "msg: 'RESTORE REACHED, revoked: '" in out, out
+
+
+def _in_order(tasks, ancestors=()):
+    """(task, ancestors) in the order Ansible meets them: a block's tasks, its rescue, then its always;
+    ancestors the (block task, section) pairs the task sits in."""
+    for task in tasks or []:
+        yield task, ancestors
+        for section in ("block", "rescue", "always"):
+            if section in task:
+                yield from _in_order(task[section], ancestors + ((id(task), section),))
+
+
+def _names(task, key):
+    name = task.get("ansible.builtin.%s_tasks" % key)
+    return os.path.basename(name if isinstance(name, str) else (name or {}).get("file", ""))
+
+
+def test_every_restore_of_a_snapshot_comes_after_the_nodes_check_in_the_same_block():
+    """Every task that restores a snapshot (tasks/restore.yml: rollback.yml's, to the last snapshot or one
+    named with topsrider_snapshot, and deploy.yml's rescue) runs only in a block whose tasks began with
+    tasks/node_revocations.yml, unconditionally and before tasks/quiesce.yml (the first step that may change
+    anything, a Slurm drain): a refusal there fails the host before any restore can run (deploy.yml's rescue
+    restores only a snapshot its rollout wrote, after the check)."""
+    seen = []
+    for playbook in sorted(os.listdir(os.path.join(TOP, "playbooks"))):
+        if not playbook.endswith(".yml"):
+            continue
+        with open(os.path.join(TOP, "playbooks", playbook)) as f:
+            plays = yaml.safe_load(f) or []
+        for play in plays:
+            order = list(_in_order(play.get("tasks", [])))
+            for index, (task, ancestors) in enumerate(order):
+                if "restore.yml" not in (_names(task, "include"), _names(task, "import")):
+                    continue
+                seen.append(playbook)
+                checks = [i for i, (t, a) in enumerate(order[:index])
+                          if _names(t, "import") == "node_revocations.yml" and a and ancestors and a[0][0] == ancestors[0][0]]
+                assert checks, "%s restores a snapshot without tasks/node_revocations.yml first" % playbook
+                check, check_ancestors = order[checks[0]]
+                assert "when" not in check and check_ancestors[0][1] == "block", (playbook, check)
+                quiesce = [i for i, (t, a) in enumerate(order) if _names(t, "import") == "quiesce.yml"]
+                assert quiesce and checks[0] < quiesce[0], playbook
+    assert sorted(set(seen)) == ["deploy.yml", "rollback.yml"], seen
+    with open(os.path.join(TASKS, "node_revocations.yml")) as f:
+        assert all("when" not in task for task in yaml.safe_load(f))
