@@ -60,7 +60,8 @@ class ActionModule(ActionBase):
         # problem: None when the release is accepted, the refusal's sentence otherwise (a caller that
         # registers the result with failed_when false reads it).
         result.update(changed=False, problem=None, signed=False, key_id=None, fingerprint=None, revocations_serial=None,
-                      keyring=keyring or None, revocations=revocations or None, revoked=None, revoked_releases=[])
+                      keyring=keyring or None, revocations=revocations or None, revoked=None, revoked_releases=[],
+                      revocations_sha256=None)
         if not keyring:
             result["msg"] = "no topsrider_keyring: the release's signature is not checked (docs/signing.md)"
             return result
@@ -74,7 +75,8 @@ class ActionModule(ActionBase):
                 result.update(key_id=listed["key_id"], fingerprint=listed["fingerprint"])
                 return self._refuse(result, listed["problem"], listed["code"])
             result.update(changed=listed["recorded"], key_id=listed["key_id"], fingerprint=listed["fingerprint"],
-                          revocations_serial=listed["list"]["serial"], revoked_releases=listed["list"]["revoked"],
+                          revocations_serial=listed["list"]["serial"], revocations_sha256=listed["record"]["sha256"],
+                          revoked_releases=listed["list"]["revoked"],
                           msg="%s: revocation list serial %d signed by key %s" % (
                               revocations, listed["list"]["serial"], listed["key_id"]))
             return result
@@ -90,7 +92,7 @@ class ActionModule(ActionBase):
         result.update(changed=checked["recorded"], signed=True, key_id=checked["key_id"],
                       fingerprint=checked["fingerprint"], version=checked["version"],
                       manifest_sha256=checked["manifest_sha256"], revocations_serial=checked["revocations_serial"],
-                      revoked=checked["revoked"], revoked_releases=listed.get("revoked", []),
+                      revocations_sha256=checked["revocations_sha256"], revoked=checked["revoked"], revoked_releases=listed.get("revoked", []),
                       msg="%s: release %s signed by key %s%s" % (
                           args["manifest"], checked["version"], checked["key_id"],
                           ", not revoked (%s, serial %d)" % (revocations, checked["revocations_serial"])

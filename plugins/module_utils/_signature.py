@@ -323,6 +323,15 @@ def check_serial(revocations, raw, seen, name=REVOCATIONS_NAME):
     serial with other content (every change raises the serial, so two
     different lists never share one). Returns the record to keep."""
     record = seen_record(revocations, raw)
+    compare_seen(record, seen, name)
+    return record
+
+
+def compare_seen(record, seen, name=REVOCATIONS_NAME):
+    """check_serial's rule on records ({serial, sha256}, seen_record's): raise
+    RevocationError naming both serials when `record` is older than `seen`
+    (None: nothing seen, anything passes), or has its serial with other
+    content."""
     if seen:
         if record["serial"] < seen["serial"]:
             raise RevocationError("%s: serial %d is older than serial %d already seen here; refusing an older "
@@ -330,7 +339,36 @@ def check_serial(revocations, raw, seen, name=REVOCATIONS_NAME):
         if record["serial"] == seen["serial"] and record["sha256"] != seen["sha256"]:
             raise RevocationError("%s: serial %d was already seen with other content; a changed list needs a "
                                   "higher serial" % (name, record["serial"]))
-    return record
+
+
+def offered_problem(offered, seen_path, name=REVOCATIONS_NAME):
+    """A node's own check of the list a run moves it to another release with
+    (deploy, rollback, restore of an older snapshot; docs/signing.md), read
+    only: `offered` is the record ({serial, sha256}) of the list the
+    controller checked, or None when the run gives none; `seen_path` the
+    node's record of the newest list it accepted (read_seen, the reader
+    deb_bundle's check uses). Returns (seen, problem): the node's record (None
+    when it has none) and None when the list may be used, else the sentence.
+    The node keeps the serial and sha256 only, not the list: a list as new as
+    the node's is its list byte for byte (or newer), so the controller's
+    check of the target release against it is the check against the node's
+    newest; an older one, or none at all where the node has accepted one, is
+    refused."""
+    try:
+        seen = read_seen(seen_path)
+    except RevocationError as e:
+        return None, str(e)
+    if offered is None:
+        if seen is None:
+            return None, None
+        return seen, ("%s has accepted revocation list serial %d; a run that gives no revocation list could bring a "
+                      "release it revokes back: give topsrider_keyring and topsrider_revocations with serial %d or "
+                      "newer" % (seen_path, seen["serial"], seen["serial"]))
+    try:
+        compare_seen(offered, seen, name)
+    except RevocationError as e:
+        return seen, "%s (the node's record: %s)" % (e, seen_path)
+    return seen, None
 
 
 def settings_problem(keyring, require):
@@ -378,7 +416,7 @@ def _release(ok, code, problem, version, digest, sig=None, listed=None):
     out = dict(sig or _result(ok, code, problem))
     out.update(ok=ok, code=code, problem=problem, version=version, manifest_sha256=digest,
                revocations_serial=listed["serial"] if listed else None, recorded=False, revoked=None,
-               revocations_list=listed)
+               revocations_list=listed, revocations_sha256=None)
     return out
 
 
@@ -387,9 +425,10 @@ def check_revocations(revocations, keyring, seen=None, record=True, gpgv="gpgv")
     release to install): its signature against `keyring`, its format, its
     serial against the record in `seen` (recorded there when it passes; not
     with `record` false). Returns verify()'s dict (the list's signer) plus
-    "list" (the parsed list, None on a refusal) and "recorded"."""
+    "list" (the parsed list, None on a refusal), "recorded" and "record"
+    (the list's {serial, sha256}, None on a refusal)."""
     listed_sig = verify(revocations, keyring, gpgv=gpgv)
-    out = dict(listed_sig, list=None, recorded=False)
+    out = dict(listed_sig, list=None, recorded=False, record=None)
     if not listed_sig["ok"]:
         return out
     try:
@@ -409,7 +448,7 @@ def check_revocations(revocations, keyring, seen=None, record=True, gpgv="gpgv")
         except (IOError, OSError) as e:
             return dict(out, ok=False, code="revocations", problem="%s: cannot record the revocation list's serial %d "
                         "there (%s)" % (seen, kept["serial"], e.strerror or e))
-    return dict(out, list=doc, recorded=recorded)
+    return dict(out, list=doc, recorded=recorded, record=kept)
 
 
 def revoked_problem(revocations_list, name, version, manifest_sha256, key_id=None):
@@ -439,7 +478,8 @@ def check_release(manifest_path, keyring, revocations=None, seen=None, record=Tr
     with its entry in "revoked".
 
     Returns verify()'s dict plus version, manifest_sha256 (of the manifest's
-    bytes), revocations_serial, revocations_list (the parsed list), recorded
+    bytes), revocations_serial, revocations_sha256 (of the list's bytes),
+    revocations_list (the parsed list), recorded
     (the record was, or would be, written), revoked (the list's entry when it
     revokes the release); code "revoked", "revocations" (the list unusable or
     older than the one seen) or verify()'s codes, problem one sentence naming
@@ -467,5 +507,5 @@ def check_release(manifest_path, keyring, revocations=None, seen=None, record=Tr
         out = _release(False, "revoked", problem, version, digest, sig, doc)
     else:
         out = _release(True, None, None, version, digest, sig, doc)
-    out.update(recorded=listed["recorded"], revoked=entry)
+    out.update(recorded=listed["recorded"], revoked=entry, revocations_sha256=listed["record"]["sha256"])
     return out

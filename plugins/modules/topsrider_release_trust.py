@@ -107,6 +107,13 @@ revocations_serial:
   description: The serial of the revocation list checked, or null.
   returned: always
   type: int
+revocations_sha256:
+  description:
+    - The sha256 of the revocation list's bytes when it passed, else null. With RV(revocations_serial), what each node
+      compares with its own record of the newest list it accepted (M(gcu.topsrider.topsrider_revocations_seen)).
+  returned: always
+  type: str
+  version_added: 0.4.0
 problem:
   description: Null when the release is accepted, else the refusal's sentence (also the task's C(msg)).
   returned: always

@@ -1,12 +1,14 @@
 # Copyright: gcu.topsrider contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A newcomer follows a deploy from playbooks/deploy.yml through at most 15
+"""A newcomer follows a deploy from playbooks/deploy.yml through at most 16
 files (issue 15's 12, tasks/quiesce.yml since issue 28: nobody uses a
 node a deploy changes, shared with rollback.yml; tasks/run_id.yml since issue
 29: the run's id alone, for a play that takes no lock; tasks/at_release.yml
 since issue 29 too: the re-probe and the Slurm feature of a host already at
 the release, one include skipped on every host that needs neither, where two
-tasks were skipped one host at a time). The walk is what deploy.yml names, followed statically: its
+tasks were skipped one host at a time; tasks/node_revocations.yml since issue
+48: the node's own check of the run's revocation list, shared with
+rollback.yml). The walk is what deploy.yml names, followed statically: its
 vars files, the task files it imports or includes (and those they name), and
 each role it includes, counted once: a role is read through its documented
 interface (meta/argument_specs.yml, its README section) and its tasks/main.yml;
@@ -59,9 +61,9 @@ def walk(playbook, playbooks=PLAYBOOKS):
     return files, entries
 
 
-def test_a_deploy_is_followed_through_at_most_15_files():
+def test_a_deploy_is_followed_through_at_most_16_files():
     files, entries = walk("deploy.yml")
-    assert len(files) <= 15, "a deploy walks through %d files: %s" % (len(files), ", ".join(files))
+    assert len(files) <= 16, "a deploy walks through %d files: %s" % (len(files), ", ".join(files))
     # The walk is the real one: every phase of the deploy is in it.
     for expected in ("playbooks/deploy.yml", "playbooks/vars/desired_state.yml", "playbooks/vars/node_paths.yml",
                      "playbooks/tasks/run_id.yml", "playbooks/tasks/at_release.yml", "playbooks/tasks/start.yml",
@@ -139,8 +141,11 @@ def test_the_walk_follows_imports_and_counts_a_file_once(tmp_path, monkeypatch):
 # 100: filter/monitoring.py and plugin_utils/_monitoring.py (the file_sd
 # targets of monitoring_targets.yml): ansible-core imports every filter file of
 # the collection to find one filter, so a deploy loads them too.
+# 102: tasks/node_revocations.yml and modules/topsrider_revocations_seen.py
+# (issue 48: the node refuses a revocation list older than its newest, before
+# a deploy or rollback changes anything).
 # The test keeps the count from rising unnoticed.
-DEPLOY_LOADS = 100
+DEPLOY_LOADS = 102
 
 
 def test_every_file_a_deploy_loads_is_counted():

@@ -65,7 +65,9 @@ def test_the_read_only_modules_run_on_a_real_python_at_the_floor(tmp_path):
     for module, args, own_failure in (
             ("gcu.topsrider.topsrider_state", "", None),
             ("gcu.topsrider.gcu_devices", "", "neither efsmi nor nvidia-smi found"),
-            ("gcu.topsrider.eccl_probe", "level=library fail_on_problem=false", None)):
+            ("gcu.topsrider.eccl_probe", "level=library fail_on_problem=false", None),
+            # Every deploy and rollback runs it on the node (no record here: nothing seen, no list given).
+            ("gcu.topsrider.topsrider_revocations_seen", "path=%s" % (tmp_path / "revocations-seen.json"), None)):
         proc = subprocess.run(
             [os.path.join(BIN, "ansible"), "localhost", "-i", "localhost,", "-c", "local", "-m", module, "-a", args,
              "-e", "ansible_python_interpreter=%s" % python],

@@ -245,6 +245,57 @@ def test_the_serial_only_moves_forward():
     assert sig.check_serial(sig.parse_revocations(six), six, seen)["serial"] == 6
 
 
+# ---------------------------------------------------------------- offered_problem: the node's check before a deploy or rollback
+
+def _seen_file(tmp_path, serial):
+    """A node's record of list SERIAL as check_release writes it; (path, the record, the list's bytes)."""
+    raw = json.dumps(revocations(serial)).encode()
+    record = sig.check_serial(sig.parse_revocations(raw), raw, None)
+    path = str(tmp_path / "revocations-seen.json")
+    sig.write_seen(path, record)
+    return path, record, raw
+
+
+def test_an_older_list_than_the_nodes_is_refused_naming_both_serials(tmp_path):
+    path, record, dummy = _seen_file(tmp_path, 2)
+    with open(path, "rb") as f:
+        before = f.read()
+    one = json.dumps(revocations(1)).encode()
+    seen, problem = sig.offered_problem(sig.seen_record(revocations(1), one), path, "/srv/revocations-1.json")
+    assert seen == record
+    assert problem == ("/srv/revocations-1.json: serial 1 is older than serial 2 already seen here; refusing an older "
+                       "revocation list (a replay) (the node's record: %s)" % path)
+    with open(path, "rb") as f:
+        assert f.read() == before  # read only
+
+
+def test_the_nodes_own_list_or_a_newer_one_passes(tmp_path):
+    path, record, raw = _seen_file(tmp_path, 2)
+    assert sig.offered_problem(dict(record), path) == (record, None)
+    three = json.dumps(revocations(3, [ENTRY])).encode()
+    assert sig.offered_problem(sig.seen_record(revocations(3, [ENTRY]), three), path) == (record, None)
+    other_two = json.dumps(revocations(2, [ENTRY])).encode()
+    seen, problem = sig.offered_problem(sig.seen_record(revocations(2, [ENTRY]), other_two), path)
+    assert "serial 2 was already seen with other content" in problem
+
+
+def test_no_list_is_refused_only_where_the_node_accepted_one(tmp_path):
+    assert sig.offered_problem(None, str(tmp_path / "none.json")) == (None, None)
+    assert sig.offered_problem({"serial": 1, "sha256": "a" * 64}, str(tmp_path / "none.json")) == (None, None)
+    path, record, dummy = _seen_file(tmp_path, 4)
+    seen, problem = sig.offered_problem(None, path)
+    assert seen == record
+    assert problem.startswith("%s has accepted revocation list serial 4; a run that gives no revocation list" % path)
+    assert "topsrider_revocations with serial 4 or newer" in problem
+
+
+def test_a_damaged_node_record_is_named_not_passed(tmp_path):
+    path = tmp_path / "revocations-seen.json"
+    path.write_text(u'{"serial": true, "sha256": "x"}')
+    seen, problem = sig.offered_problem({"serial": 9, "sha256": "a" * 64}, str(path))
+    assert seen is None and problem == ("%s is not a {serial, sha256} record of the newest revocation list seen" % path)
+
+
 # ---------------------------------------------------------------- check_release: the whole check, as deploy runs it
 
 def test_check_release_accepts_and_records_the_list_once(tmp_path, signed, keys):
@@ -255,6 +306,8 @@ def test_check_release_accepts_and_records_the_list_once(tmp_path, signed, keys)
     assert result["ok"] and result["recorded"] and not os.path.exists(seen), result  # check mode: predicted, not written
     result = sig.check_release(path, ring, rev, seen)
     assert result["ok"] and result["recorded"] and result["revocations_serial"] == 4, result
+    with open(rev, "rb") as f:
+        assert result["revocations_sha256"] == sig.sha256_bytes(f.read())
     assert result["key_id"] == keys["ops"].key_id and result["version"] == "2.5.140"
     with open(seen) as f:
         assert json.load(f)["serial"] == 4
