@@ -583,9 +583,10 @@ def verdict(cfg, mode, node, runner, now, out):
     if rc != 0:
         log(cfg, "%s: cannot read the cluster (sinfo: %s); changing nothing%s" % (
             node, first_line(err) or "rc=%d" % rc, "; not fit: " + "; ".join(problems) if problems else ""), out)
-        # Not fit and the share unknown: a prolog still refuses the job
-        # (Slurm then drains the node itself with "Prolog error").
-        return 1 if problems and mode == "prolog" else 0
+        # Not fit and the share unknown: still exit 1. A prolog refuses the
+        # job (Slurm then drains the node itself with "Prolog error"); under
+        # NHC's check_cmd_status the check fails and NHC drains it.
+        return 1 if problems else 0
     sclock = Clock(cfg["command_timeout_s"], now)
     nodes = parse_sinfo(text)
     action, reason, message = decide(node, problems, timed_out, nodes, cfg["max_drain_share"])

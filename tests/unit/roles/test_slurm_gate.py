@@ -256,6 +256,11 @@ def test_unreadable_cluster_changes_nothing_but_still_refuses_the_job(node):
     assert rc == 1 and fake.scontrol() == [] and "cannot read the cluster" in out
     fake = Fake({"efsmi": (0, efsmi_q(), ""), "sinfo": (1, "", "down\n")})
     assert run(node(), fake)[0] == 0
+    # as the health check too (what NHC's check_cmd_status reads): not fit is exit 1, fit 0
+    for bad, rc in (((1,), 1), ((), 0)):
+        fake = Fake({"efsmi": (0, efsmi_q(bad=bad), ""), "sinfo": (1, "", "down\n")})
+        assert run(node(), fake, mode="health", env={"SLURMD_NODENAME": "n1"})[0] == rc
+        assert fake.scontrol() == []
 
 
 # ---------------------------------------------------------------- modes and configuration
