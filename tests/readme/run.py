@@ -24,7 +24,8 @@ fleet of two nodes of 8 cards in group t20 named t20-node-1 and t20-node-3
 (the rollback example names t20-node-3) over SSH (sim/fleet with its own
 prefix, ports and state), the release at /srv/topsrider/2.5.140 on the
 controller (a copy of the sample bundle) and node_exporter's textfile
-collector directory, the training environment
+directory (topsrider_textfile_dir's default, as Debian's
+prometheus-node-exporter makes it), the training environment
 /opt/conda/envs/train on the nodes (a link to the image's venv
 /opt/venvs/train), the release the fleet ran before (2.5.136, deployed with id
 20261122T035011Z, the snapshot the second rollback line names) and a training
@@ -66,7 +67,8 @@ CONDA_ENV = "/opt/conda/envs/train"
 EARLIER_DEPLOY_ID = "20261122T035011Z"
 FACTS = "/etc/ansible/facts.d/topsrider.fact"
 JOB_DIR = "/tmp/readme-test-job"
-TEXTFILE_DIR = "/var/lib/node_exporter/textfile_collector"
+# node_exporter's textfile directory: topsrider_textfile_dir's default, where the drift example's textfile goes.
+TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"
 
 
 class Failed(Exception):
@@ -202,7 +204,7 @@ def prepare_world():
     else:
         shutil.copyfile(source_run, INSTALLER)
 
-    # The drift example writes node_exporter's textfile collector file: the collector's directory exists.
+    # The drift example writes its textfile into node_exporter's textfile directory: the directory exists.
     os.makedirs(TEXTFILE_DIR, exist_ok=True)
 
     for node in NODES:
@@ -383,11 +385,21 @@ def plan(r):
               "after the README deploy, %s's local facts" % node, facts)
         check(package_version(node, "tops-eccl") == "2.5.140-1", "tops-eccl on %s" % node)
 
+    textfile = os.path.join(TEXTFILE_DIR, "topsrider_drift.prom")
+    if os.path.lexists(textfile):
+        os.remove(textfile)
     r.controller("drift")
     with open("/var/lib/topsrider-drift/reports/drift-latest.json") as f:
         drift = json.load(f)
     check(drift["exit_code"] == 0 and drift["status"] == "clean", "drift after the deploy",
           {k: drift.get(k) for k in ("status", "exit_code", "summary")})
+    # with no topsrider_drift_textfile, the textfile is in the default directory
+    check(os.path.isfile(textfile), "the drift example wrote no %s" % textfile)
+    with open(textfile) as f:
+        metrics = f.read()
+    for node in NODES:
+        check(re.search(r'^topsrider_drift_healthy\{node="%s"\} 1$' % re.escape(node), metrics, re.M),
+              "%s does not say %s is healthy" % (textfile, node), metrics[-2000:])
 
     r.controller("verify", 1)
     r.controller("verify", 2)

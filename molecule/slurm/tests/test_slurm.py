@@ -7,7 +7,8 @@ cluster's third node is kept drained meanwhile: test_slurm_rollout.py, which
 runs next, uses all three.)
 
 The tests run in order and share the cluster: the smoke job on 16 cards; a
-job's file (its cards) written by the prolog and removed by the epilog; a
+two-node job's files (its cards on each node, its host list expanded by
+scontrol show hostnames) written by the prolog and removed by the epilog; a
 card made unhealthy on node1 -> the next job's prolog drains node1 with a
 "topsrider:" reason and the job is requeued (not lost) while a one-node job
 runs on node2; the card repaired -> the health check resumes node1 and the
@@ -104,15 +105,21 @@ def test_sbatch_runs_the_smoke_job_on_every_card_of_two_nodes():
 
 
 def test_the_prolog_writes_the_jobs_file_and_the_epilog_removes_it():
-    """What the card exporter labels the cards with: the job, its user and this node's cards."""
-    job_id = submit("-N1 -w %s --gres=gcu:2 -o /dev/null" % N2, "--wrap 'sleep 30'")
+    """What the card exporter labels the cards with: the job, its user and this node's cards. A job
+    on two nodes: its node line in `scontrol show job -d` names them as a host list (slurm-node[1-2]),
+    which each node's prolog expands with `scontrol show hostnames`."""
+    job_id = submit("-N2 -w 'slurm-node[1-2]' --gres=gcu:2 -o /dev/null", "--wrap 'sleep 30'")
     path = "/run/topsrider/jobs/%s.json" % job_id
-    wait_for("the job's file on %s" % N2, lambda: dexec(N2, "test -f %s" % path)[0] == 0, 60)
-    assert json.loads(sh(N2, "cat %s" % path)) == {"job_id": job_id, "user": "root", "cards": [0, 1]}
+    for n in (N1, N2):
+        wait_for("the job's file on %s" % n, lambda n=n: dexec(n, "test -f %s" % path)[0] == 0, 60)
+        assert json.loads(sh(n, "cat %s" % path)) == {"job_id": job_id, "user": "root", "cards": [0, 1]}
+    shown = sh(CTL, "scontrol show job -d %s" % job_id)
+    assert "Nodes=slurm-node[1-2] " in shown, shown
     assert sh(N2, "stat -c '%%U %%a' %s /run/topsrider/jobs" % path).split() == ["root", "644", "root", "755"]
-    assert dexec(N1, "ls /run/topsrider/jobs/%s.json" % job_id)[0] != 0  # not a node of the job
+    assert dexec(N3, "ls /run/topsrider/jobs/%s.json" % job_id)[0] != 0  # not a node of the job
     sh(CTL, "scancel %s" % job_id)
-    wait_for("the job's file removed by the epilog", lambda: dexec(N2, "test -e %s" % path)[0] != 0, 60)
+    for n in (N1, N2):
+        wait_for("the job's file removed by the epilog on %s" % n, lambda n=n: dexec(n, "test -e %s" % path)[0] != 0, 60)
 
 
 def test_bad_card_drains_the_node_and_the_job_is_requeued_not_lost():

@@ -26,9 +26,12 @@
 # <jobs_dir>/<job id>.json (root-owned, mode 0644):
 #   {"job_id": "4242", "user": "alice", "cards": [0, 1]}
 # the cards from SLURM_JOB_GPUS (gres/gpu) or else this node's GRES indexes
-# in `scontrol show job -d <id>`; run as the Epilog (SLURM_SCRIPT_CONTEXT
-# epilog_slurmd, or installed under a name that contains "epilog") it removes
-# that file and always exits 0. The card exporter reads these files to label
+# in `scontrol show job -d <id>`, its host lists expanded by Slurm's own
+# `scontrol show hostnames` (cards it cannot tell get no file and the job
+# still runs: the file labels cards, it never decides whether the node is
+# fit). Run as the Epilog (SLURM_SCRIPT_CONTEXT epilog_slurmd, or installed
+# under a name that contains "epilog") it removes that file and always
+# exits 0. The card exporter reads these files to label
 # each card with its job (plugins/module_utils/_card_jobs.py).
 #
 #   topsrider-slurm-gate [--config FILE] [--mode prolog|epilog|health|check|config] [--node NAME]
@@ -351,61 +354,75 @@ def parse_indexes(text):
     return sorted(out)
 
 
-def _expand_one(part):
-    m = re.match(r"^([^\[]*)\[([^\]]*)\](.*)\Z", part)
-    if not m:
-        if "[" in part or "]" in part:
-            raise ValueError("not a host list: %r" % part)
-        return [part] if part else []
-    head, ranges, tail = m.groups()
-    tails = _expand_one(tail) if tail else [""]
-    out = []
-    for r in ranges.split(","):
-        first, _sep, last = r.partition("-")
-        last = last or first
-        if not (first.isdigit() and last.isdigit()):
-            raise ValueError("not a host list range: %r" % r)
-        for n in range(int(first), int(last) + 1):
-            out.extend("%s%0*d%s" % (head, len(first), n, t) for t in tails)
-    return out
+class HostlistError(Exception):
+    """Slurm could not expand a host list: the nodes it names are unknown."""
 
 
-def expand_hostlist(expr):
-    """Slurm's host list expression -> names: 'n[01-02,5],gpu1' -> ['n01', 'n02', 'n05', 'gpu1'].
-    ValueError when it is not one."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(expr):
-        depth += {"[": 1, "]": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            parts.append(expr[start:i])
-            start = i + 1
-    parts.append(expr[start:])
-    return [name for part in parts for name in _expand_one(part)]
+# What `scontrol show hostnames` prints for each node: one name a line, no
+# blanks, no host list syntax (a broken expression comes back as "n]").
+_NODE_NAME_RE = re.compile(r"^[^\s\[\],]+\Z")
 
 
-def cards_from_scontrol(text, node, gres):
-    """This node's card indexes of GRES `gres` in `scontrol show job -d` output
-    ('Nodes=n[1-2] CPU_IDs=0-3 Mem=0 GRES=gcu:2(IDX:0-1)'); None when no line names the node."""
+def parse_hostnames(text):
+    """The node names `scontrol show hostnames` prints, one a line; None when a
+    line is not a node name (an error message, a piece of host list syntax)."""
+    names = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return names if all(_NODE_NAME_RE.match(n) for n in names) else None
+
+
+def read_hostnames(cfg, host_list, clock, runner=subprocess.run):
+    """The nodes of a host list ('n[01-02,5],gpu1') as Slurm's own parser expands
+    them: `scontrol show hostnames HOST_LIST` (no slurmctld needed). HostlistError
+    when scontrol fails, prints no names (it says "Invalid hostlist" on stderr and
+    exits 0) or prints something that is not a list of names; GateTimeout when it
+    gives no answer in time."""
+    argv = [cfg["scontrol"], "show", "hostnames", host_list]
+    rc, out, err = run_command(argv, clock, cfg["command_timeout_s"], runner)
+    names = parse_hostnames(out) if rc == 0 else None
+    if not names:
+        why = first_line(err) or first_line(out) or "no output"
+        raise HostlistError("scontrol show hostnames %s: %s (rc=%d)" % (host_list, why, rc))
+    return names
+
+
+def parse_job_nodes(text):
+    """[(host list, GRES)] of the node lines of `scontrol show job -d`
+    ('Nodes=n[1-2] CPU_IDs=0-3 Mem=0 GRES=gcu:2(IDX:0-1)' -> ('n[1-2]', 'gcu:2(IDX:0-1)'))."""
+    found = []
     for line in text.splitlines():
         m = re.search(r"(?:^|\s)Nodes=(\S+)\s.*\bGRES=(\S*)", line)
-        if not m:
-            continue
-        try:
-            names = expand_hostlist(m.group(1))
-        except ValueError:
-            continue
-        if node not in names:
-            continue
-        cards = set()
-        for name, idx in _GRES_IDX_RE.findall(m.group(2)):
-            got = parse_indexes(idx) if name == gres else []
-            cards.update(got or [])
-        return sorted(cards)
+        if m:
+            found.append((m.group(1), m.group(2)))
+    return found
+
+
+def gres_indexes(gres_text, gres):
+    """The card indexes of GRES `gres` in a node line's GRES= value
+    ('gpu:tesla:1(IDX:0),gcu:3(IDX:4-6)', 'gcu' -> [4, 5, 6])."""
+    cards = set()
+    for name, idx in _GRES_IDX_RE.findall(gres_text):
+        got = parse_indexes(idx) if name == gres else []
+        cards.update(got or [])
+    return sorted(cards)
+
+
+def cards_from_scontrol(text, node, gres, hostnames):
+    """This node's card indexes of GRES `gres` in `scontrol show job -d` output;
+    None when no node line names the node. hostnames(host list) -> [names]
+    (read_hostnames); its HostlistError goes to the caller: a line whose nodes
+    are unknown may be this node's, so the cards are unknown, not none."""
+    expanded = {}
+    for host_list, gres_text in parse_job_nodes(text):
+        if host_list not in expanded:
+            expanded[host_list] = hostnames(host_list)
+        if node in expanded[host_list]:
+            return gres_indexes(gres_text, gres)
     return None
 
 
 def job_cards(cfg, environ, node, clock, runner=subprocess.run):
-    """(cards, how) of this job on this node: SLURM_JOB_GPUS (gres/gpu), else scontrol show job -d."""
+    """(cards, how) of this job on this node: SLURM_JOB_GPUS (gres/gpu), else scontrol show job -d;
+    cards None (unknown) when scontrol fails or cannot expand the job's host lists."""
     gres = GRES[cfg["vendor"]]
     if gres == "gpu" and parse_indexes(environ.get("SLURM_JOB_GPUS")) is not None:
         return parse_indexes(environ["SLURM_JOB_GPUS"]), "SLURM_JOB_GPUS"
@@ -413,7 +430,10 @@ def job_cards(cfg, environ, node, clock, runner=subprocess.run):
                                 cfg["command_timeout_s"], runner)
     if rc != 0:
         return None, "scontrol show job -d: %s" % (first_line(err) or "rc=%d" % rc)
-    cards = cards_from_scontrol(text, node, gres)
+    try:
+        cards = cards_from_scontrol(text, node, gres, lambda h: read_hostnames(cfg, h, clock, runner))
+    except HostlistError as e:
+        return None, str(e)
     if cards is None:
         return [], "scontrol show job -d names no GRES line of %s: no card" % node
     return cards, "scontrol show job -d"
@@ -563,9 +583,10 @@ def verdict(cfg, mode, node, runner, now, out):
     if rc != 0:
         log(cfg, "%s: cannot read the cluster (sinfo: %s); changing nothing%s" % (
             node, first_line(err) or "rc=%d" % rc, "; not fit: " + "; ".join(problems) if problems else ""), out)
-        # Not fit and the share unknown: a prolog still refuses the job
-        # (Slurm then drains the node itself with "Prolog error").
-        return 1 if problems and mode == "prolog" else 0
+        # Not fit and the share unknown: still exit 1. A prolog refuses the
+        # job (Slurm then drains the node itself with "Prolog error"); under
+        # NHC's check_cmd_status the check fails and NHC drains it.
+        return 1 if problems else 0
     sclock = Clock(cfg["command_timeout_s"], now)
     nodes = parse_sinfo(text)
     action, reason, message = decide(node, problems, timed_out, nodes, cfg["max_drain_share"])

@@ -31,8 +31,9 @@ def efsmi_q(cards=8, bad=()):
 
 
 class Fake(object):
-    """subprocess.run stand-in: answers by the command's base name, records argv,
-    and advances a fake clock by each command's duration."""
+    """subprocess.run stand-in: answers by the command's base name (or a function
+    of argv), records argv, and advances a fake clock by each command's duration
+    (by base name, or a function of argv)."""
 
     def __init__(self, answers, durations=None):
         self.answers, self.durations, self.calls, self.t = answers, durations or {}, [], 0.0
@@ -46,6 +47,8 @@ class Fake(object):
         if name not in self.answers:
             raise FileNotFoundError(2, "No such file or directory", argv[0])
         took = self.durations.get(name, 0.1)
+        if callable(took):
+            took = took(argv)
         if took > timeout:
             self.t += timeout
             raise subprocess.TimeoutExpired(argv, timeout)
@@ -253,6 +256,11 @@ def test_unreadable_cluster_changes_nothing_but_still_refuses_the_job(node):
     assert rc == 1 and fake.scontrol() == [] and "cannot read the cluster" in out
     fake = Fake({"efsmi": (0, efsmi_q(), ""), "sinfo": (1, "", "down\n")})
     assert run(node(), fake)[0] == 0
+    # as the health check too (what NHC's check_cmd_status reads): not fit is exit 1, fit 0
+    for bad, rc in (((1,), 1), ((), 0)):
+        fake = Fake({"efsmi": (0, efsmi_q(bad=bad), ""), "sinfo": (1, "", "down\n")})
+        assert run(node(), fake, mode="health", env={"SLURMD_NODENAME": "n1"})[0] == rc
+        assert fake.scontrol() == []
 
 
 # ---------------------------------------------------------------- modes and configuration
@@ -320,6 +328,40 @@ def test_gate_runs_on_the_floor_python(node):
 
 
 # ---------------------------------------------------------------- job files (prolog writes, epilog removes)
+# What Debian's scontrol (slurm-client 22.05.8, the version of sim/slurm's image)
+# prints for `scontrol show hostnames EXPR`: (rc, stdout, stderr). With a
+# slurm.conf there; without one it gives up (rc 1). Recorded, and held to the
+# real scontrol by test_the_recorded_hostnames_are_what_scontrol_prints.
+HOSTNAMES = {
+    "n[1-2]": (0, "n1\nn2\n", ""),
+    "n[01-03],x7": (0, "n01\nn02\nn03\nx7\n", ""),
+    "r[1-2]n[1-2]": (0, "r1n1\nr1n2\nr2n1\nr2n2\n", ""),
+    "n1": (0, "n1\n", ""),
+    "n3": (0, "n3\n", ""),
+    # an invalid range: a message on stderr, nothing on stdout, and rc 0
+    "n[3-1]": (0, "", "scontrol: error: _parse_single_range: Invalid range: `3-1'\nInvalid hostlist: n[3-1]\n"),
+    # an unclosed bracket: a piece of the expression back as a "name"
+    "n[1": (0, "n]\n", ""),
+}
+# sim/slurm's image without a slurm.conf (scontrol then asks DNS for one).
+NO_SLURM_CONF = (1, "", "scontrol: error: resolve_ctls_from_dns_srv: res_nsearch error: Host name lookup failure\n"
+                        "scontrol: error: fetch_config: DNS SRV lookup failed\n"
+                        "scontrol: error: _establish_config_source: failed to fetch config\n"
+                        "scontrol: fatal: Could not establish a configuration source\n")
+
+
+def scontrol_answers(hostnames=None):
+    """scontrol as the fake runs it: show job -d (SHOW_JOB), update, and show hostnames
+    as recorded (HOSTNAMES), or `hostnames`, one answer for every host list."""
+    def answer(argv):
+        if argv[1:3] == ["show", "job"]:
+            return (0, SHOW_JOB, "")
+        if argv[1:3] == ["show", "hostnames"]:
+            return HOSTNAMES[argv[3]] if hostnames is None else hostnames
+        return (0, "", "")
+    return answer
+
+
 SHOW_JOB = """JobId=7 JobName=train
    UserId=alice(1000) GroupId=alice(1000)
    NumNodes=2 NumCPUs=4 TRES=cpu=4,node=2,billing=4,gres/gcu=4
@@ -329,12 +371,13 @@ SHOW_JOB = """JobId=7 JobName=train
 
 
 def test_a_passing_prolog_writes_the_job_file_and_the_epilog_removes_it(node):
-    fake = Fake({"efsmi": (0, efsmi_q(), ""), "sinfo": IDLE2, "scontrol": (0, SHOW_JOB, "")})
+    fake = Fake({"efsmi": (0, efsmi_q(), ""), "sinfo": IDLE2, "scontrol": scontrol_answers()})
     env = {"SLURMD_NODENAME": "n1", "SLURM_JOB_ID": "7", "SLURM_JOB_USER": "alice",
            "SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}
     out = io.StringIO()
     assert gate.main(["--config", node()], environ=env, runner=fake, now=fake.now, out=out) == 0
-    assert ["scontrol", "show", "job", "-d", "7"] in [[os.path.basename(c[0])] + c[1:] for c in fake.calls]
+    assert [[os.path.basename(c[0])] + c[1:] for c in fake.calls if c[0] == "/usr/bin/scontrol"] == [
+        ["scontrol", "show", "job", "-d", "7"], ["scontrol", "show", "hostnames", "n[1-2]"]]
     jobs = node.tmp / "run" / "topsrider" / "jobs"
     path = jobs / "7.json"
     assert json.loads(path.read_text()) == {"job_id": "7", "user": "alice", "cards": [1, 3]}
@@ -385,20 +428,131 @@ def test_unknown_cards_or_a_bad_job_id_write_no_file_but_keep_the_job(node):
     assert gate.main(["--config", node(jobs_dir="run/jobs"), "--mode", "config"], environ={}, out=out) == 2
 
 
-@pytest.mark.parametrize("expr, names", [
-    ("n1", ["n1"]), ("n[1-3,5]", ["n1", "n2", "n3", "n5"]), ("n[01-02],gpu1", ["n01", "n02", "gpu1"]),
-    ("r[1-2]n[1-2]", ["r1n1", "r1n2", "r2n1", "r2n2"]),
-])
-def test_expand_hostlist(expr, names):
-    assert gate.expand_hostlist(expr) == names
+SHOW_JOB_TWO_LINES = """JobId=8 JobName=train
+     Nodes=n[1-2] CPU_IDs=0-1 Mem=0 GRES=gcu:2(IDX:0-1)
+     Nodes=n3 CPU_IDs=0-7 Mem=0 GRES=gcu:8(IDX:0-7)
+"""
 
 
-@pytest.mark.parametrize("text, node, cards", [
-    (SHOW_JOB, "n2", [1, 3]),
-    (SHOW_JOB, "n3", None),
-    ("     Nodes=n1 CPU_IDs=0 Mem=0 GRES=gpu:tesla:1(IDX:0),gcu:3(IDX:4-6)\n", "n1", [4, 5, 6]),
-    ("     Nodes=n1 CPU_IDs=0 Mem=0 GRES=\n", "n1", []),
-    ("     Nodes=n[1 CPU_IDs=0 Mem=0 GRES=gcu:1(IDX:0)\n", "n1", None),
+def expand_recorded(calls):
+    def expand(host_list):
+        calls.append(host_list)
+        rc, out, err = HOSTNAMES[host_list]
+        names = gate.parse_hostnames(out) if rc == 0 else None
+        if not names:
+            raise gate.HostlistError("%s: %s" % (host_list, err))
+        return names
+    return expand
+
+
+@pytest.mark.parametrize("text, node, cards, expanded", [
+    (SHOW_JOB, "n2", [1, 3], ["n[1-2]"]),
+    (SHOW_JOB, "n3", None, ["n[1-2]"]),
+    (SHOW_JOB_TWO_LINES, "n3", list(range(8)), ["n[1-2]", "n3"]),
+    ("     Nodes=n1 CPU_IDs=0 Mem=0 GRES=gpu:tesla:1(IDX:0),gcu:3(IDX:4-6)\n", "n1", [4, 5, 6], ["n1"]),
+    ("     Nodes=n1 CPU_IDs=0 Mem=0 GRES=\n", "n1", [], ["n1"]),
+    ("     Nodes=n1 CPU_IDs=0 Mem=0 GRES=gcu:1(IDX:0)\n     Nodes=n1 CPU_IDs=1 Mem=0 GRES=gcu:1(IDX:0)\n", "n2",
+     None, ["n1"]),  # each host list expanded once
+    ("JobId=9 JobName=x\n   NumNodes=1\n", "n1", None, []),
 ])
-def test_cards_from_scontrol(text, node, cards):
-    assert gate.cards_from_scontrol(text, node, "gcu") == cards
+def test_cards_from_scontrol(text, node, cards, expanded):
+    calls = []
+    assert gate.cards_from_scontrol(text, node, "gcu", expand_recorded(calls)) == cards
+    assert calls == expanded
+
+
+@pytest.mark.parametrize("text", ["     Nodes=n[1 CPU_IDs=0 Mem=0 GRES=gcu:1(IDX:0)\n",
+                                  "     Nodes=n[3-1] CPU_IDs=0 Mem=0 GRES=gcu:1(IDX:0)\n"
+                                  "     Nodes=n1 CPU_IDs=0 Mem=0 GRES=gcu:1(IDX:0)\n"])
+def test_a_host_list_slurm_cannot_expand_leaves_the_cards_unknown(text):
+    # not "no cards here": that line may be this node's
+    with pytest.raises(gate.HostlistError):
+        gate.cards_from_scontrol(text, "n1", "gcu", expand_recorded([]))
+
+
+EXPANDED = [(h, a[1].split()) for h, a in sorted(HOSTNAMES.items()) if gate.parse_hostnames(a[1])]
+
+
+@pytest.mark.parametrize("host_list, names", EXPANDED)
+def test_read_hostnames_asks_scontrol(node, host_list, names):
+    fake = Fake({"scontrol": scontrol_answers()})
+    cfg = gate.load_config(node())
+    assert gate.read_hostnames(cfg, host_list, gate.Clock(5, fake.now), fake) == names
+    assert fake.calls == [["/usr/bin/scontrol", "show", "hostnames", host_list]]
+
+
+@pytest.mark.parametrize("answer, message", [
+    (HOSTNAMES["n[3-1]"], "scontrol show hostnames n[3-1]: scontrol: error: _parse_single_range: "
+                          "Invalid range: `3-1' (rc=0)"),
+    (HOSTNAMES["n[1"], "scontrol show hostnames n[3-1]: n] (rc=0)"),
+    (NO_SLURM_CONF, "scontrol show hostnames n[3-1]: scontrol: error: resolve_ctls_from_dns_srv: res_nsearch error: "
+                    "Host name lookup failure (rc=1)"),
+    ((0, "", ""), "scontrol show hostnames n[3-1]: no output (rc=0)"),
+    ((0, "n1\nslurm_load_jobs error: x\n", ""), "scontrol show hostnames n[3-1]: n1 (rc=0)"),
+])
+def test_read_hostnames_refuses_what_is_not_a_list_of_names(node, answer, message):
+    fake = Fake({"scontrol": scontrol_answers(hostnames=answer)})
+    with pytest.raises(gate.HostlistError) as e:
+        gate.read_hostnames(gate.load_config(node()), "n[3-1]", gate.Clock(5, fake.now), fake)
+    assert str(e.value) == message
+
+
+def test_read_hostnames_without_scontrol_or_in_time(node):
+    fake = Fake({})
+    with pytest.raises(gate.HostlistError) as e:
+        gate.read_hostnames(gate.load_config(node()), "n[1-2]", gate.Clock(5, fake.now), fake)
+    assert str(e.value).startswith("scontrol show hostnames n[1-2]: [Errno 2] No such file or directory") \
+        and str(e.value).endswith("(rc=127)")
+    fake = Fake({"scontrol": scontrol_answers()}, durations={"scontrol": 60})
+    with pytest.raises(gate.GateTimeout):
+        gate.read_hostnames(gate.load_config(node()), "n[1-2]", gate.Clock(5, fake.now), fake)
+
+
+@pytest.mark.parametrize("hostnames, duration, why", [
+    (NO_SLURM_CONF, 0.1, "scontrol show hostnames n[1-2]: scontrol: error: resolve_ctls_from_dns_srv"),
+    (HOSTNAMES["n[1"], 0.1, "scontrol show hostnames n[1-2]: n] (rc=0)"),
+    ((0, "", "Invalid hostlist: n[1-2]\n"), 0.1, "scontrol show hostnames n[1-2]: Invalid hostlist: n[1-2] (rc=0)"),
+    (HOSTNAMES["n[1-2]"], 60, "gate timed out: scontrol gave no answer in"),
+])
+def test_a_failing_expansion_writes_no_job_file_and_decides_nothing(node, hostnames, duration, why):
+    """The hostlist only places the job's cards for the job file: when Slurm cannot
+    expand it the prolog writes no file (not a wrong one) and the job still runs
+    on a fit node (the file labels cards; fitness was decided before); an unfit
+    node is still refused and drained."""
+    def took(argv):
+        return duration if argv[1:3] == ["show", "hostnames"] else 0.1
+    env = {"SLURMD_NODENAME": "n1", "SLURM_JOB_ID": "7", "SLURM_JOB_USER": "alice"}
+    for bad, rc_wanted in (((), 0), ((2,), 1)):
+        fake = Fake({"efsmi": (0, efsmi_q(bad=bad), ""), "sinfo": IDLE2,
+                     "scontrol": scontrol_answers(hostnames=hostnames)}, durations={"scontrol": took})
+        rc, out = run(node(), fake, env=env)
+        assert rc == rc_wanted, out
+        assert not (node.tmp / "run").exists()
+        if rc_wanted == 0:
+            assert fake.scontrol() == []
+            assert "no job file for job 7: its cards are unknown (%s" % why in out, out
+        else:
+            assert fake.scontrol()[0][-1] == "reason=topsrider: card gcu2 unhealthy"
+
+
+def test_the_recorded_hostnames_are_what_scontrol_prints(node, tmp_path, monkeypatch):
+    """HOSTNAMES against Debian's own scontrol through the gate's own runner
+    (make setup installs slurm-client, the version of sim/slurm's image)."""
+    scontrol = "/usr/bin/scontrol"
+    assert os.access(scontrol, os.X_OK), "this test needs Debian's slurm-client (make setup installs it)"
+    version = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "slurm-client"], stdout=subprocess.PIPE,
+                             universal_newlines=True, check=False).stdout
+    assert version.startswith("22.05.8-"), version
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=units\nSlurmctldHost=localhost\n")
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    cfg = gate.load_config(node(scontrol=scontrol))
+    for host_list, (rc, out, err) in sorted(HOSTNAMES.items()):
+        got = gate.run_command([scontrol, "show", "hostnames", host_list], gate.Clock(30), 30)
+        assert got == (rc, out, err), host_list
+        names = gate.parse_hostnames(out)
+        if names:
+            assert gate.read_hostnames(cfg, host_list, gate.Clock(30)) == names
+        else:
+            with pytest.raises(gate.HostlistError):
+                gate.read_hostnames(cfg, host_list, gate.Clock(30))
