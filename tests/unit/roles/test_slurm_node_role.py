@@ -198,3 +198,40 @@ def test_the_gate_runs_from_nhcs_check_list_as_nhc_runs_it(tmp_path, gate_node):
     # a broken gate configuration fails the check (exit 2): a gate that cannot check never passes a node
     gate_node(expected_cards=0)
     assert as_nhc() == (False, [])
+
+
+@pytest.mark.parametrize("config", [None, "conf/site-gate.json"])
+def test_the_installed_gate_reads_slurm_node_gate_config_without_arguments(tmp_path, gate_node, config):
+    """Slurm runs the gate with no arguments (Prolog, Epilog, HealthCheckProgram, NHC's line): the gate
+    the role installs reads slurm_node_gate_config by default, not only the gate's built-in path."""
+    (task,) = [t for t in load("tasks", "main.yml") if t.get("name", "").startswith("Install the health gate")]
+    # the role's own task; outside the role its file lookup needs the file's full path
+    content = task["ansible.builtin.copy"]["content"]
+    assert content.count("'topsrider_slurm_gate.py'") == 1, content
+    task["ansible.builtin.copy"]["content"] = content.replace("'topsrider_slurm_gate.py'", repr(GATE))
+    installed = tmp_path / "bin" / "topsrider-slurm-gate"
+    installed.parent.mkdir()
+    play_vars = {"slurm_node_gate_path": str(installed), "slurm_node_gate_python": sys.executable}
+    if config:
+        play_vars["slurm_node_gate_config"] = str(tmp_path / config)
+    else:
+        play_vars["slurm_node_gate_config"] = "/etc/topsrider/slurm-gate.json"
+    rc, out = run_play(tmp_path, [task], play_vars)
+    assert rc == 0 and "changed=1 " in out, out
+    text = installed.read_text()
+    assert text.startswith("#!%s\n" % sys.executable)
+    assert text.count("\nDEFAULT_CONFIG = %s\n" % json.dumps(play_vars["slurm_node_gate_config"])) == 1
+    if config:
+        # the configuration where the role writes it: the gate, run with no arguments or
+        # environment for it, checks that file
+        gate_node()
+        (tmp_path / "conf").mkdir()
+        os.rename(str(tmp_path / "slurm-gate.json"), str(tmp_path / config))
+        env = {"PATH": "/usr/bin:/bin"}
+        proc = subprocess.run([str(installed), "--mode", "config"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, universal_newlines=True, timeout=60, check=False)
+        assert proc.returncode == 0, proc.stdout
+        os.rename(str(tmp_path / config), str(tmp_path / "elsewhere.json"))
+        proc = subprocess.run([str(installed), "--mode", "config"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, universal_newlines=True, timeout=60, check=False)
+        assert proc.returncode != 0 and config in proc.stdout, proc.stdout
