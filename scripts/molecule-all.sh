@@ -9,8 +9,9 @@
 #
 # MOLECULE_JOBS (default 2) jobs run at once, started in the order given (the
 # Makefile lists them longest first, so both lanes end at about the same
-# time), each scenario in its own ANSIBLE_HOME (molecule installs the
-# collection there) with its output in .cache/molecule-logs/<name>.log,
+# time), each scenario in its own ANSIBLE_HOME (the playbooks use the
+# checkout's collection: .config/molecule/config.yml has no prerun) with its
+# output in .cache/molecule-logs/<name>.log,
 # printed whole when it ends. One scenario keeps about one core of this
 # 2-core machine busy (much of a scenario is waiting: for a Slurm requeue, a
 # job, a node), so two at a time take about half the wall time. Jobs share
@@ -148,8 +149,8 @@ run_one() {
     flock "$lock" make --no-print-directory -o setup "${s#make:}" >"$logs/$s.log" 2>&1
     return
   fi
-  # Each scenario its own ANSIBLE_HOME: molecule installs the collection into
-  # it, and two installs into one directory at once would race.
+  # Each scenario its own ANSIBLE_HOME (Ansible's state, galaxy's cache): two
+  # scenarios' runs never share one.
   ANSIBLE_HOME=${ANSIBLE_HOME:-$top/.cache/ansible-home}/molecule-$s \
     flock "$lock" molecule test -s "$s" >"$logs/$s.log" 2>&1
 }

@@ -36,7 +36,9 @@ if [ "$suite" = bookworm ] && ! ls "$cache/wheels"/torch-"$torch_version"* >/dev
     --implementation cp --dest "$cache/wheels" "torch==$torch_version"
 fi
 
-work=$(mktemp -d "$cache/rootfs.XXXXXX")
+# Outside the checkout: the rootfs has /proc, /sys and /dev bound into it
+# while apt runs, and nothing that walks the checkout may meet them.
+work=$(mktemp -d "${TMPDIR:-/tmp}/topsrider-rootfs.XXXXXX")
 cleanup() {
   for m in proc sys dev/pts dev; do umount -l "$work/root/$m" 2>/dev/null || true; done
   rm -rf "$work"

@@ -1,6 +1,7 @@
 """Make gcu.topsrider importable from the checkout (as ansible_collections.gcu.topsrider)."""
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -125,9 +126,19 @@ def stock_env(tmp):
 @pytest.fixture(scope="session")
 def collection_tarball(tmp_path_factory):
     """The tarball `ansible-galaxy collection build` makes of the checkout,
-    built once per session (test_collection_tarball, test_execution_environment)."""
+    built once per session (test_collection_tarball, test_execution_environment),
+    from a copy of what git has (tracked files and new ones it does not ignore),
+    as a clean clone builds it: the build walks every file under the directory,
+    and make test's other jobs write under .cache and the venvs meanwhile."""
     tmp = tmp_path_factory.mktemp("build")
-    proc = subprocess.run(["ansible-galaxy", "collection", "build", "--output-path", str(tmp / "dist"), TOP],
+    checkout = tmp / "checkout"
+    names = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=TOP,
+                           stdout=subprocess.PIPE, check=True).stdout.decode().split("\0")
+    for name in names:
+        if name and os.path.isfile(os.path.join(TOP, name)) and not os.path.islink(os.path.join(TOP, name)):
+            os.makedirs(os.path.dirname(str(checkout / name)), exist_ok=True)
+            shutil.copy2(os.path.join(TOP, name), str(checkout / name))
+    proc = subprocess.run(["ansible-galaxy", "collection", "build", "--output-path", str(tmp / "dist"), str(checkout)],
                           cwd=str(tmp), env=stock_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout
