@@ -61,6 +61,7 @@ def pytest_collection_modifyitems(config, items):
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
 
+
 def run_play(tmp_path, tasks, extra_vars=None, config=None, args=()):
     """One play of `tasks` on localhost, by ansible-playbook with the checkout's
     collection and extra_vars as a JSON vars file; returns (rc, output).
