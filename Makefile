@@ -158,8 +158,8 @@ molecule-default-2.21: venv-2.21 collection-link
 # failures, multi-node drift and launch, the fabric check across four nodes);
 # make test TEST_SLOW=1 (CI, .ci/run) puts them in the same pool, and make
 # test-slow runs them alone.
-# The units, sanity and the default scenario run a second time on
-# ansible-core 2.21 (make:units-2.21, make:sanity-2.21,
+# Sanity, the units that drive ansible-core and the default scenario run a
+# second time on ansible-core 2.21 (make:sanity-2.21, make:units-2.21,
 # make:molecule-default-2.21; the first two early: they are long).
 # tests/unit/test_test_pools.py checks that every scenario is in a pool.
 # signing (issue 32: tampering refused, revocation, drift and rollback; two
