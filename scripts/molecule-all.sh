@@ -210,8 +210,12 @@ while [ "${#pending[@]}" -gt 0 ] && [ "${#failed[@]}" -eq 0 ] && [ -z "$setup_fa
   reap_ended || sleep 2
 done
 while [ "${#pid_of[@]}" -gt 0 ]; do reap_ended || sleep 2; done
+# The chains' end, judged by their ready markers, not by wait's status: a
+# chain that ended long ago may have had its pid reused by a later child of
+# this shell (pid_max wraps in a long pool), and bash then forgets its status.
+for p in "${setup_pids[@]}"; do wait "$p" 2>/dev/null || true; done
 setup_rc=0
-for p in "${setup_pids[@]}"; do wait "$p" || setup_rc=1; done
+for t in $setup_targets; do [ -e "$ready/$t" ] || setup_rc=1; done
 [ -z "$setup_failed" ] || echo "=== the set-up that $(label "$setup_failed") needs failed: no job started after it"
 echo "=== pool: $(( $(date +%s) - pool_start ))s"
 

@@ -3,6 +3,7 @@ molecule scenario is in CI's pool or named as left out, and CI runs the pool
 with the slow scenarios."""
 import os
 import re
+import shutil
 import subprocess
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -130,3 +131,53 @@ def test_the_units_on_ansible_core_2_21_are_the_ones_that_drive_it():
         if name.startswith("test_"):
             assert not conftest.drives_ansible_core(os.path.join(unit, "sim", name)), name
     assert not conftest.drives_ansible_core(os.path.join(unit, "roles", "test_slurm_gate.py"))
+
+
+def pool_in(tmp_path, setup, jobs, failing=()):
+    """scripts/molecule-all.sh in a copy of its own under tmp_path, with a stand-in `make` on PATH
+    that fails for the targets in `failing` and records the others it made; (exit status, output, made)."""
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(os.path.join(TOP, "scripts", "molecule-all.sh"), str(tmp_path / "scripts"))
+    stub = tmp_path / "bin" / "make"
+    stub.parent.mkdir()
+    stub.write_text(u"#!/bin/sh\n"
+                    u"target=$2\n"  # make --no-print-directory TARGET or make --no-print-directory -o setup TARGET
+                    u"[ \"$target\" = -o ] && target=$4\n"
+                    u"case ' %s ' in *\" $target \"*) echo \"$target broke\"; exit 2 ;; esac\n"
+                    u"echo \"$target\" >>%s\n" % (" ".join(failing), tmp_path / "made.txt"))
+    stub.chmod(0o755)
+    env = dict(os.environ, PATH="%s:%s" % (stub.parent, os.environ["PATH"]), POOL_SETUP=setup,
+               MOLECULE_SCENARIOS=" ".join(jobs))
+    r = subprocess.run(["bash", str(tmp_path / "scripts" / "molecule-all.sh")], cwd=str(tmp_path), env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
+    for job in jobs:
+        lock = "/tmp/topsrider-scn-%s.lock" % job.split(":", 1)[-1]
+        if os.path.exists(lock):
+            os.remove(lock)
+    made = (tmp_path / "made.txt").read_text().split() if (tmp_path / "made.txt").exists() else []
+    return r.returncode, r.stdout, made
+
+
+def stub_jobs(tmp_path):
+    """Two make jobs of names no real pool has (each job holds /tmp/topsrider-scn-<name>.lock: the
+    real units job, which runs this test, holds units')."""
+    return ["stub-a-" + tmp_path.name, "stub-b-" + tmp_path.name]
+
+
+def test_a_pool_whose_set_up_and_jobs_pass_passes(tmp_path):
+    a, b = stub_jobs(tmp_path)
+    rc, out, made = pool_in(tmp_path, "venv collection-link; docker", ["make:" + a, "make:" + b])
+    assert rc == 0, out
+    assert sorted(made) == sorted(["collection-link", "docker", a, b, "venv"]), made
+    # each job started once what it needs (the venv and the collection link) was made
+    assert made.index("collection-link") < min(made.index(a), made.index(b)), made
+
+
+def test_a_failed_set_up_target_fails_the_pool_and_what_waits_for_it_never_starts(tmp_path):
+    """venv fails: the job (which needs it) never starts, the chain's later target is not made, the
+    pool exits non-zero naming the target; judged from the ready markers, not from wait's status."""
+    a, _b = stub_jobs(tmp_path)
+    rc, out, made = pool_in(tmp_path, "venv collection-link; docker", ["make:" + a], failing=("venv",))
+    assert rc == 1, out
+    assert "=== make venv (set-up) failed" in out and "venv broke" in out, out
+    assert a not in made and "collection-link" not in made, made
