@@ -83,6 +83,17 @@ sim-image-systemd: sim-image
 bundles:
 	@sim/bundles/build.sh >/dev/null
 
+# The node image with 2.5.136 deployed by this checkout's deploy.yml
+# (sim/image/build-deployed.sh): the slow scenarios that only need nodes at a
+# release to start from (drift, fabric, dist_launch, rollback_truth).
+.PHONY: sim-image-deployed slurm-image-deployed
+sim-image-deployed: venv collection-link sim-image bundles
+	@sim/image/build-deployed.sh >/dev/null
+
+# The same on the Slurm image: molecule/slurm's nodes.
+slurm-image-deployed: venv collection-link slurm-image bundles
+	@sim/image/build-deployed.sh slurm >/dev/null
+
 # The node image plus Debian's Slurm and munge (only molecule/slurm uses it).
 .PHONY: slurm-image
 slurm-image: sim-image
@@ -176,35 +187,37 @@ FULL_POOL := make:changelog-lint make:docs-lint slurm rollback_truth fabric make
              make:units nvidia_node gcu_devices bad_input deb_bundle make:perf-check make:lint make:importer
 
 # make molecule: the scenarios of make test's pool alone.
-molecule: setup
+molecule: setup sim-image-deployed
 	@MOLECULE_SCENARIOS="$${MOLECULE_SCENARIOS:-$(filter-out make:%,$(FAST_POOL))}" scripts/molecule-all.sh
 
-# make test does its set-up inside the pool (POOL_SETUP): two chains of
-# set-up targets run beside the jobs, and each job starts once what it needs
-# is made (scripts/molecule-all.sh), so the units and the linters run while
-# the simulator's images are built.
+# make test does its set-up inside the pool (POOL_SETUP): chains of set-up
+# targets run beside the jobs, and each job starts once what it needs is made
+# (scripts/molecule-all.sh), so the units and the linters run while the
+# simulator's images are built. With the slow scenarios, a third chain makes
+# the pre-deployed node images (only they use them); it waits for the venv and
+# the images the other two make.
 SETUP_CHAINS = venv collection-link venv-2.21; docker sim-image bundles $(if $(TEST_SLOW),slurm-image) sim-image-systemd \
-               sim-image-bullseye
+               sim-image-bullseye; $(if $(TEST_SLOW),sim-image-deployed slurm-image-deployed)
 .PHONY: test-pool
 test-pool:
 	@POOL_SETUP="$(SETUP_CHAINS)" MOLECULE_SCENARIOS="$(if $(TEST_SLOW),$(FULL_POOL),$(FAST_POOL))" scripts/molecule-all.sh
 
 .PHONY: test-slow
-test-slow: setup slurm-image
+test-slow: setup slurm-image sim-image-deployed slurm-image-deployed
 	@MOLECULE_SCENARIOS="$(SLOW_SCENARIOS)" scripts/molecule-all.sh
 	@echo "make test-slow: all passed"
 
 # The fabric scenario (issue 18) alone, with five clean runs instead of CI's
 # one: that no clean run names a node, run after run (docs/fabric.md).
 .PHONY: fabric-check-test
-fabric-check-test: setup
+fabric-check-test: setup sim-image-deployed
 	TOPSRIDER_FABRIC_CLEAN_RUNS=5 MOLECULE_SCENARIOS=fabric scripts/molecule-all.sh
 
 # Slurm for real (issue 19): Debian's slurmctld/slurmd/munge on a controller
 # and three simulated nodes, sbatch of dist_launch's slurm.sbatch, the
 # slurm_node role's health gate (docs/slurm.md).
 .PHONY: slurm-test
-slurm-test: setup slurm-image
+slurm-test: setup slurm-image slurm-image-deployed
 	MOLECULE_SCENARIOS=slurm scripts/molecule-all.sh
 
 # galaxy-importer, what Galaxy and Automation Hub run on an upload, on the

@@ -27,7 +27,9 @@
 # bundles". Each chain runs in order, beside the others and beside the jobs
 # (much of the set-up waits on the network and the disk), and a job starts
 # once the set-up targets it needs are made (needs_of below): the units and
-# the linters run while the simulator's images are still being built. A job
+# the linters run while the simulator's images are still being built. A
+# set-up target that needs what another chain makes waits for it
+# (setup_waits_for below). A job
 # needing a target that no chain makes takes it as made (the caller did the
 # set-up). A failed set-up target fails the pool like a failed job.
 #
@@ -43,8 +45,10 @@ image_target() {
   case $1 in
     topsrider-sim/node:*) echo sim-image ;;
     topsrider-sim/node-bullseye:*) echo sim-image-bullseye ;;
+    topsrider-sim/node-deployed:*) echo sim-image-deployed ;;
     topsrider-sim/node-systemd:*) echo sim-image-systemd ;;
     topsrider-sim/slurm:*) echo slurm-image ;;
+    topsrider-sim/slurm-deployed:*) echo slurm-image-deployed ;;
     *) echo "molecule-all: no set-up target makes image $1" >&2; return 1 ;;
   esac
 }
@@ -68,11 +72,26 @@ needs_of() {
       ;;
   esac
 }
+# The set-up targets of other chains that a set-up target waits for (its
+# Makefile prerequisites that another chain makes): the pre-deployed node
+# image runs deploy.yml from the venv on the node image with the bundles.
+setup_waits_for() {
+  case $1 in
+    sim-image-deployed) echo "venv collection-link sim-image bundles" ;;
+    slurm-image-deployed) echo "venv collection-link slurm-image bundles" ;;
+  esac
+}
 # scripts/molecule-all.sh --needs JOB...: what each job needs, a line each
 # (tests/unit/test_test_pools.py checks the table against the Makefile).
 if [ "${1:-}" = --needs ]; then
   shift
   for job in "$@"; do echo "$job: $(needs_of "$job" | tr '\n' ' ')"; done
+  exit 0
+fi
+# scripts/molecule-all.sh --setup-waits TARGET...: what each set-up target waits for
+if [ "${1:-}" = --setup-waits ]; then
+  shift
+  for t in "$@"; do echo "$t: $(setup_waits_for "$t")"; done
   exit 0
 fi
 if [ -n "${MOLECULE_SCENARIOS:-}" ]; then
@@ -106,8 +125,19 @@ for chain in "${chains[@]}"; do
 done
 
 run_chain() {
-  local t t0 rc rest
+  local t t0 rc rest w
   for t in "$@"; do
+    # Wait for what other chains make first; one of them failed: this target is not made.
+    for w in $(setup_waits_for "$t"); do
+      while [ ! -e "$ready/$w" ]; do
+        if [ -e "$ready/$w.failed" ] || [ -e "$ready/$w.not-made" ]; then
+          echo "=== make $t (set-up) not made: make $w failed"
+          for rest in "$@"; do [ -e "$ready/$rest" ] || : >"$ready/$rest.not-made"; done
+          return 1
+        fi
+        sleep 2
+      done
+    done
     t0=$(date +%s)
     rc=0
     make --no-print-directory "$t" >"$logs/setup-$t.log" 2>&1 || rc=$?

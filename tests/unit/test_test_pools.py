@@ -88,21 +88,37 @@ def test_every_job_of_a_pool_has_its_set_up_made_by_the_pools_chains():
             assert not missing, "%s in %s needs %s, which no chain of SETUP_CHAINS makes" % (job, pool, missing)
 
 
+def setup_waits(targets):
+    out = subprocess.run([os.path.join(TOP, "scripts", "molecule-all.sh"), "--setup-waits"] + targets, cwd=TOP,
+                         check=True, stdout=subprocess.PIPE, universal_newlines=True).stdout
+    return dict((line.split(":", 1)[0], line.split(":", 1)[1].split()) for line in out.splitlines())
+
+
 def test_set_up_chains_are_make_targets_in_their_prerequisites_order():
     """A chain makes a target after the targets it depends on in the
     Makefile (the images after docker, the systemd and Slurm images after the
-    node image), so a chain never makes a prerequisite twice at once with
-    another chain."""
+    node image), or, where another chain makes one, after waiting for it
+    (the pre-deployed node image waits for the venv and the node image), so
+    two chains never make a prerequisite at once."""
     text = makefile_lists()[0]
     chains = setup_chains(text, True)
     position = dict((t, (i, j)) for i, chain in enumerate(chains) for j, t in enumerate(chain))
+    waits = setup_waits(list(position))
     for target, (chain, place) in position.items():
         m = re.search(r"^%s:([^=\n]*)$" % re.escape(target), text, re.M)
         assert m, "%s is not a make target" % target
         for prerequisite in m.group(1).split():
-            if prerequisite in position:
-                assert position[prerequisite][0] == chain and position[prerequisite][1] < place, \
+            if prerequisite not in position:
+                continue
+            if position[prerequisite][0] == chain:
+                assert position[prerequisite][1] < place, \
                     "%s needs %s: it must come earlier in the same chain" % (target, prerequisite)
+            else:
+                assert prerequisite in waits[target], \
+                    "%s needs %s, which another chain makes: setup_waits_for must name it" % (target, prerequisite)
+        # A target waits only for what another chain makes, never for one of its own chain's later ones.
+        for waited in waits[target]:
+            assert waited in position and position[waited][0] != chain, (target, waited)
 
 
 def test_a_scenario_without_an_image_of_its_own_needs_the_base_configs():
@@ -111,6 +127,7 @@ def test_a_scenario_without_an_image_of_its_own_needs_the_base_configs():
     assert got["bullseye"][-1] == "sim-image-bullseye"
     assert got["metrics"][-1] == "sim-image-systemd"
     assert got["slurm"][-1] == "slurm-image"
+    assert needs(["drift"])["drift"][-1] == "sim-image-deployed"
     assert got["make:units"] == ["venv", "collection-link", "docker"]
     assert got["make:lint"] == ["venv", "collection-link"]
 
