@@ -244,7 +244,7 @@ def memory(env, lib, work, cards, window, interval):
         started = time.monotonic()
         while time.monotonic() - started < window:
             d.scrape()
-            time.sleep(1)
+            time.sleep(min(1.0, max(0.0, window - (time.monotonic() - started))))
         out["idle_rss_mb"] = round(d.status_kib("VmRSS") / 1024.0, 1)
         out["idle_peak_mb"] = round(d.status_kib("VmHWM") / 1024.0, 1)
         for phase in ("endless", "50mb"):
@@ -257,7 +257,7 @@ def memory(env, lib, work, cards, window, interval):
                     raise BenchError("the exporter exited (%s) in the %s phase" % (d.proc.returncode, phase))
                 took, body = d.scrape()
                 slowest = max(slowest, took)
-                time.sleep(1)
+                time.sleep(min(1.0, max(0.0, window - (time.monotonic() - started))))
             out[phase] = {"too_large": errors(body, "too_large") - before, "timeouts": errors(body, "timeout"),
                           "max_scrape_ms": round(slowest * 1000, 1),
                           "peak_rss_mb": round(d.status_kib("VmHWM") / 1024.0, 1),

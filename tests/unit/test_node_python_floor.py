@@ -12,6 +12,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from conftest import TOP, build_release
 
 from ansible.release import __version__ as ANSIBLE_CORE
@@ -58,22 +60,34 @@ def test_module_code_needs_at_most_the_floor():
     assert proc.returncode == 0, "code that Python %s cannot run:\n%s" % (CODE_FLOOR, proc.stdout)
 
 
+READ_ONLY = (
+    ("gcu.topsrider.topsrider_state", {}, None),
+    ("gcu.topsrider.eccl_probe", {"level": "library", "fail_on_problem": False}, None),
+    # Every deploy and rollback runs it on the node (no record here: nothing seen, no list given).
+    ("gcu.topsrider.topsrider_revocations_seen", {"path": "{tmp}/revocations-seen.json"}, None),
+    # last: its own failure ends the play
+    ("gcu.topsrider.gcu_devices", {}, "neither efsmi nor nvidia-smi found"))
+
+
 def test_the_read_only_modules_run_on_a_real_python_at_the_floor(tmp_path):
     python = find_python(FLOOR)
     # This machine has no cards and no TopsRider: gcu_devices says so with its own message (it ran);
     # the others succeed. Either way no traceback, no deserialization failure, no SyntaxError.
-    for module, args, own_failure in (
-            ("gcu.topsrider.topsrider_state", "", None),
-            ("gcu.topsrider.gcu_devices", "", "neither efsmi nor nvidia-smi found"),
-            ("gcu.topsrider.eccl_probe", "level=library fail_on_problem=false", None),
-            # Every deploy and rollback runs it on the node (no record here: nothing seen, no list given).
-            ("gcu.topsrider.topsrider_revocations_seen", "path=%s" % (tmp_path / "revocations-seen.json"), None)):
-        proc = subprocess.run(
-            [os.path.join(BIN, "ansible"), "localhost", "-i", "localhost,", "-c", "local", "-m", module, "-a", args,
-             "-e", "ansible_python_interpreter=%s" % python],
-            env=dict(ansible_env(tmp_path), ANSIBLE_LOAD_CALLBACK_PLUGINS="1"), stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, universal_newlines=True, timeout=300, check=False)
-        result = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    # One play, a task a module, each module's own result read from the json callback.
+    tasks = [{"name": module, module: dict((k, v.replace("{tmp}", str(tmp_path)) if isinstance(v, str) else v)
+                                           for k, v in args.items())}
+             for module, args, _own in READ_ONLY]
+    playbook = tmp_path / "read-only.yml"
+    playbook.write_text(json.dumps([{"hosts": "all", "gather_facts": False, "tasks": tasks}]))
+    proc = subprocess.run(
+        [os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook),
+         "-e", "ansible_python_interpreter=%s" % python],
+        env=ansible_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+        timeout=300, check=False)
+    ran = json.loads(proc.stdout)["plays"][0]["tasks"]
+    assert [t["task"]["name"] for t in ran] == [m for m, _a, _o in READ_ONLY], proc.stdout
+    for (module, _args, own_failure), task in zip(READ_ONLY, ran):
+        result = task["hosts"]["localhost"]
         assert "module_stderr" not in result, (module, result)
         if own_failure:
             assert result.get("failed") and result["msg"].startswith(own_failure), (module, result)
@@ -81,38 +95,53 @@ def test_the_read_only_modules_run_on_a_real_python_at_the_floor(tmp_path):
             assert not result.get("failed"), (module, result)
 
 
-def run_node_python_check(tmp_path, python):
-    playbook = tmp_path / "check.yml"
-    marker = tmp_path / "module-ran"
+@pytest.fixture(scope="module")
+def python_checks(tmp_path_factory):
+    """The inputs' python check and a module after it, in one play on one local host per node Python:
+    each older one, a missing one and the floor's. {host: (python, its check's result, whether the
+    module after the check ran)}, and the play's whole output."""
+    tmp = tmp_path_factory.mktemp("python-floor")
+    pythons = dict(("py" + v.replace(".", ""), find_python(v)) for v in OLDER)
+    pythons.update(missing="/nonexistent/python3", floor=find_python(FLOOR))
+    inventory = tmp / "inventory.json"
+    inventory.write_text(json.dumps({"all": {"hosts": dict(
+        (host, {"ansible_connection": "local", "ansible_python_interpreter": python})
+        for host, python in pythons.items())}}))
+    playbook = tmp / "check.yml"
     playbook.write_text(
         "- hosts: all\n  gather_facts: false\n  tasks:\n"
         "    - ansible.builtin.import_tasks: %s\n      vars:\n        inputs_checks: [python]\n"
-        "    - ansible.builtin.file:\n        path: %s\n        state: touch\n        mode: '0644'\n"
-        % (os.path.join(TOP, "playbooks", "tasks", "inputs.yml"), marker))
+        "    - ansible.builtin.file:\n        path: %s/module-ran-{{ inventory_hostname }}\n        state: touch\n"
+        "        mode: '0644'\n" % (os.path.join(TOP, "playbooks", "tasks", "inputs.yml"), tmp))
     proc = subprocess.run(
-        [os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook),
-         "-e", "ansible_python_interpreter=%s" % python],
-        env=dict(ansible_env(tmp_path), ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default"), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, universal_newlines=True, timeout=300, check=False)
-    return proc, marker.exists()
+        [os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), str(playbook)],
+        env=ansible_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+        timeout=300, check=False)
+    tasks = json.loads(proc.stdout)["plays"][0]["tasks"]
+    check = [t for t in tasks if t["task"]["name"].startswith("Inputs | ")]
+    assert len(check) == 1, proc.stdout
+    return proc, dict((host, (python, check[0]["hosts"][host], (tmp / ("module-ran-" + host)).exists()))
+                      for host, python in pythons.items())
 
 
-def test_an_older_node_python_is_refused_before_any_module_is_sent(tmp_path):
+def test_an_older_node_python_is_refused_before_any_module_is_sent(python_checks):
+    proc, hosts = python_checks
+    assert proc.returncode != 0, proc.stdout
     for version in OLDER:
-        python = find_python(version)
-        proc, module_ran = run_node_python_check(tmp_path, python)
-        assert proc.returncode != 0, proc.stdout
+        python, result, module_ran = hosts["py" + version.replace(".", "")]
+        assert result.get("failed"), result
         assert not module_ran, "a module ran after the refusal"
-        assert "the node's Python %s is %s." % (python, version) in proc.stdout
-        assert "needs Python %s or newer" % FLOOR in proc.stdout
+        assert "the node's Python %s is %s." % (python, version) in result["msg"], result
+        assert "needs Python %s or newer" % FLOOR in result["msg"], result
 
 
-def test_a_missing_node_python_is_refused_and_the_floor_passes(tmp_path):
-    proc, module_ran = run_node_python_check(tmp_path, "/nonexistent/python3")
-    assert proc.returncode != 0 and not module_ran
-    assert "could not be run (none of /nonexistent/python3 runs)" in proc.stdout
-    proc, module_ran = run_node_python_check(tmp_path, find_python(FLOOR))
-    assert proc.returncode == 0 and module_ran, proc.stdout
+def test_a_missing_node_python_is_refused_and_the_floor_passes(python_checks):
+    _proc, hosts = python_checks
+    _python, result, module_ran = hosts["missing"]
+    assert result.get("failed") and not module_ran, result
+    assert "could not be run (none of /nonexistent/python3 runs)" in result["msg"], result
+    _python, result, module_ran = hosts["floor"]
+    assert not result.get("failed") and module_ran, result
 
 
 def test_the_code_that_runs_in_the_training_python_compiles_on_python_3_6():

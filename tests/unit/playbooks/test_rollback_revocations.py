@@ -11,11 +11,13 @@ restore (the last task here stands for it) and leaves the node's record as it
 was. molecule/signing runs the whole playbook on nodes."""
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 import yaml
 
-from conftest import TOP, run_play
+from conftest import COLLECTIONS, TOP, run_play
 from gpg_keys import signed_list
 from ansible_collections.gcu.topsrider.plugins.module_utils import _signature as sig
 
@@ -36,8 +38,7 @@ PLAY = [
 ]
 
 
-@pytest.fixture
-def node(tmp_path, keys):
+def make_node(tmp_path, keys):
     """A node that accepted list serial 2 (which revokes 2.5.136) and has snapshot S going back to 2.5.136;
     the lists serial 1 (revokes nothing) and 2 on the controller, and a controller record that has seen none."""
     state = tmp_path / "node"
@@ -57,6 +58,11 @@ def node(tmp_path, keys):
             "one": one, "two": two, "record": str(state / "revocations-seen.json")}
 
 
+@pytest.fixture
+def node(tmp_path, keys):
+    return make_node(tmp_path, keys)
+
+
 def rollback(tmp_path, node, check=False, **extra):
     with open(node["record"], "rb") as f:
         before = f.read()
@@ -66,10 +72,68 @@ def rollback(tmp_path, node, check=False, **extra):
     return rc, out
 
 
+# The cases of a real run, each a host of ONE play (local connection, the node's state and the
+# controller's record of its own, the case's list and override as its host variables):
+# case: (the list: a node list's key, "three" for a newer one, "" for none; the override)
+CASES = {"older": ("one", False), "no-list": ("", False), "revoked": ("two", False), "override": ("two", True),
+         "override-older": ("one", True), "newer": ("three", False)}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, keys):
+    """{case: (its node, what its host did)}: "failed" (the host failed), "msgs" (its failed tasks'
+    messages), "restore" (the message of the task that stands for the restore, None where it did not run)."""
+    tmp = tmp_path_factory.mktemp("rollback-cases")
+    nodes, hosts, before = {}, {}, {}
+    for case, (revocations, allow) in CASES.items():
+        nodes[case] = make_node(tmp / case, keys)
+        if revocations == "three":
+            revocations = signed_list(str(tmp / case / "revocations-3.json"), keys["ops"], 3)
+        elif revocations:
+            revocations = nodes[case][revocations]
+        hosts[case] = dict(nodes[case]["vars"], topsrider_revocations=revocations, ansible_connection="local",
+                           ansible_python_interpreter=sys.executable)
+        if allow:
+            hosts[case]["topsrider_rollback_allow_revoked"] = True
+        with open(nodes[case]["record"], "rb") as f:
+            before[case] = f.read()
+    (tmp / "inventory.json").write_text(json.dumps({"all": {"hosts": hosts}}))
+    (tmp / "play.json").write_text(json.dumps([{"hosts": "all", "gather_facts": False, "tasks": PLAY}]))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(TOP, "sim", "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_LOCAL_TEMP=str(tmp / "tmp"),
+               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
+                           str(tmp / "inventory.json"), str(tmp / "play.json")], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=env, cwd=str(tmp), universal_newlines=True, timeout=300,
+                          check=False)
+    played = json.loads(proc.stdout)
+    out = {}
+    for case in CASES:
+        with open(nodes[case]["record"], "rb") as f:
+            assert f.read() == before[case], "%s: the node's record changed" % case
+        results = [(t["task"]["name"], t["hosts"][case]) for t in played["plays"][0]["tasks"] if case in t["hosts"]]
+        restore = [r.get("msg") for name, r in results if name == "Stands for the restore"]
+        out[case] = (nodes[case], {"failed": played["stats"][case]["failures"] > 0,
+                                   "msgs": [r.get("msg", "") for _n, r in results if r.get("failed")],
+                                   "restore": restore[0] if restore else None})
+    return out
+
+
+def refusal(result):
+    """The host's failed tasks' messages, one text."""
+    return "\n".join(result["msgs"])
+
+
 @pytest.mark.parametrize("check", [False, True], ids=["run", "check mode"])
-def test_an_older_list_than_the_nodes_is_refused_on_the_node_naming_both_serials(tmp_path, node, check):
-    rc, out = rollback(tmp_path, node, check, topsrider_revocations=node["one"])
-    assert rc != 0 and "RESTORE REACHED" not in out, out
+def test_an_older_list_than_the_nodes_is_refused_on_the_node_naming_both_serials(tmp_path, keys, runs, check):
+    if check:
+        node = make_node(tmp_path, keys)
+        rc, out = rollback(tmp_path, node, check, topsrider_revocations=node["one"])
+        assert rc != 0 and "RESTORE REACHED" not in out, out
+    else:
+        node, result = runs["older"]
+        assert result["failed"] and result["restore"] is None, result
+        out = refusal(result)
     assert ("refused on the node, nothing was changed: %s: serial 1 is older than serial 2 already seen here; "
             "refusing an older revocation list (a replay) (the node's record: %s)" % (node["one"], node["record"])) in out
     # The controller had never seen serial 2: it accepted serial 1 (and recorded it, but not in check mode).
@@ -81,33 +145,33 @@ def test_an_older_list_than_the_nodes_is_refused_on_the_node_naming_both_serials
             assert json.load(f)["serial"] == 1
 
 
-def test_no_list_is_refused_on_a_node_that_accepted_one(tmp_path, node):
-    rc, out = rollback(tmp_path, node, topsrider_revocations="")
-    assert rc != 0 and "RESTORE REACHED" not in out, out
-    assert "%s has accepted revocation list serial 2; a run that gives no revocation list" % node["record"] in out, out
+def test_no_list_is_refused_on_a_node_that_accepted_one(runs):
+    node, result = runs["no-list"]
+    assert result["failed"] and result["restore"] is None, result
+    assert "%s has accepted revocation list serial 2; a run that gives no revocation list" % node["record"] in refusal(result), result
 
 
-def test_the_nodes_list_refuses_the_revoked_target_with_its_reason(tmp_path, node):
-    rc, out = rollback(tmp_path, node, topsrider_revocations=node["two"])
-    assert rc != 0 and "RESTORE REACHED" not in out, out
+def test_the_nodes_list_refuses_the_revoked_target_with_its_reason(runs):
+    node, result = runs["revoked"]
+    assert result["failed"] and result["restore"] is None, result
+    out = refusal(result)
     assert "release 2.5.136 (manifest sha256 %s) is revoked by %s (serial 2): %s" % (MANIFEST_SHA256, node["two"], REASON) in out
-    assert "run again with -e topsrider_rollback_allow_revoked=true" in out, out
+    assert "run again with -e topsrider_rollback_allow_revoked=true" in out, result
 
 
-def test_the_override_goes_back_to_the_revoked_target_with_the_nodes_list(tmp_path, node):
-    rc, out = rollback(tmp_path, node, topsrider_revocations=node["two"], topsrider_rollback_allow_revoked=True)
-    assert rc == 0 and "RESTORE REACHED, revoked: revoked: %s" % REASON in out, out
+def test_the_override_goes_back_to_the_revoked_target_with_the_nodes_list(runs):
+    _node, result = runs["override"]
+    assert not result["failed"] and result["restore"] == "RESTORE REACHED, revoked: revoked: %s" % REASON, result
 
 
-def test_the_override_does_not_let_an_older_list_in(tmp_path, node):
-    rc, out = rollback(tmp_path, node, topsrider_revocations=node["one"], topsrider_rollback_allow_revoked=True)
-    assert rc != 0 and "RESTORE REACHED" not in out and "serial 1 is older than serial 2" in out, out
+def test_the_override_does_not_let_an_older_list_in(runs):
+    _node, result = runs["override-older"]
+    assert result["failed"] and result["restore"] is None and "serial 1 is older than serial 2" in refusal(result), result
 
 
-def test_a_newer_list_passes_and_checks_the_target_against_it(tmp_path, node, keys):
-    three = signed_list(str(tmp_path / "revocations-3.json"), keys["ops"], 3)
-    rc, out = rollback(tmp_path, node, topsrider_revocations=three)
-    assert rc == 0 and "msg: 'RESTORE REACHED, revoked: '" in out, out
+def test_a_newer_list_passes_and_checks_the_target_against_it(runs):
+    _node, result = runs["newer"]
+    assert not result["failed"] and result["restore"] == "RESTORE REACHED, revoked: ", result
 
 
 def _in_order(tasks, ancestors=()):

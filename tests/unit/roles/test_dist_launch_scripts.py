@@ -17,7 +17,7 @@ from ansible_collections.gcu.topsrider.plugins.module_utils import _compare
 from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import vendor_spec
 
 ROLE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "roles", "dist_launch"))
-ANSIBLE = os.path.join(os.path.dirname(sys.executable), "ansible")
+ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 
 BASE_VARS = {
     "dist_launch_vendor": "enflame",
@@ -60,19 +60,27 @@ def node_job_files(tmp, env_file):
     return out
 
 
-def render(tmp_path, name, overrides):
-    variables = dict(BASE_VARS, **overrides)
-    vars_file = tmp_path / "vars.json"
-    vars_file.write_text(json.dumps(variables))
-    dest = tmp_path / name
-    argv = [ANSIBLE, "localhost", "-c", "local", "-i", "localhost,", "-m", "ansible.builtin.template",
-            "-a", "src=%s dest=%s mode=0755" % (os.path.join(ROLE, "templates", name + ".j2"), dest),
-            "-e", "@%s" % vars_file, "-e", "ansible_python_interpreter=%s" % sys.executable]
+def render(tmp_path, jobs):
+    """The role's templates rendered by one play of ansible's template module: jobs is
+    [(directory, template name, variables over BASE_VARS)]; each script lands in its directory
+    under its name (mode 0755) and bash -n accepts it. Returns the scripts' paths, in order."""
+    tasks, dests = [], []
+    for directory, name, overrides in jobs:
+        dest = directory / name
+        tasks.append({"name": "Render %s" % dest, "ansible.builtin.template": {
+            "src": os.path.join(ROLE, "templates", name + ".j2"), "dest": str(dest), "mode": "0755"},
+            "vars": dict(BASE_VARS, **overrides)})
+        dests.append(dest)
+    playbook = tmp_path / "render.json"
+    playbook.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]))
+    argv = [ANSIBLE_PLAYBOOK, "-c", "local", "-i", "localhost,", str(playbook),
+            "-e", "ansible_python_interpreter=%s" % sys.executable]
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.minimal", ANSIBLE_DEPRECATION_WARNINGS="0")
     proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
-    subprocess.run(["bash", "-n", str(dest)], check=True)
-    return dest
+    for dest in dests:
+        subprocess.run(["bash", "-n", str(dest)], check=True)
+    return dests
 
 
 @pytest.fixture(scope="module")
@@ -89,16 +97,17 @@ def node(tmp_path_factory):
     job_files = node_job_files(tmp, str(env_file))
     overrides = {"dist_launch_python": str(python), "dist_launch_env_file": str(env_file),
                  "dist_launch_job_files": job_files}
-    scripts = {}
-    for name in ("launch-single.sh", "launch-platform.sh"):
-        scripts[name] = render(tmp, name, overrides)
     nvidia = tmp / "nvidia"
     nvidia.mkdir()
-    scripts["nvidia"] = render(nvidia, "launch-platform.sh", dict(
-        overrides, dist_launch_vendor="nvidia", dist_launch_spec=vendor_spec("nvidia"), dist_launch_backend="nccl",
-        dist_launch_nproc=4,
-        dist_launch_env_file="", dist_launch_configs=[], dist_launch_job_files=job_files_of("nvidia", ""),
-        dist_launch_environment={"NCCL_DEBUG": "WARN", "VCCL_ALGO": "ring"}))
+    single, platform, on_nvidia = render(tmp, [
+        (tmp, "launch-single.sh", overrides),
+        (tmp, "launch-platform.sh", overrides),
+        (nvidia, "launch-platform.sh", dict(
+            overrides, dist_launch_vendor="nvidia", dist_launch_spec=vendor_spec("nvidia"), dist_launch_backend="nccl",
+            dist_launch_nproc=4,
+            dist_launch_env_file="", dist_launch_configs=[], dist_launch_job_files=job_files_of("nvidia", ""),
+            dist_launch_environment={"NCCL_DEBUG": "WARN", "VCCL_ALGO": "ring"}))])
+    scripts = {"launch-single.sh": single, "launch-platform.sh": platform, "nvidia": on_nvidia}
     return {"tmp": tmp, "scripts": scripts, "train": str(train), "env_file": env_file, "job_files": job_files}
 
 

@@ -3,9 +3,14 @@
 """The filter gcu.topsrider.env_problems as Ansible loads it, and the two role
 tasks that use it (eccl_env's preflight, dist_launch's environment check), run
 by ansible-playbook on localhost. Both tasks fail before anything is written,
-so the refusals change nothing here; the one accepted dist_launch case writes
-only into a temporary directory. The third user of the rule, the eccl_probe
+so the refusals change nothing here; the accepted cases write only into
+temporary directories. The whole-role cases of eccl_env, and those of
+dist_launch, run as one play per role (run_cases: a block per case, its
+rescue recording the refusing task and its message), each case in its own
+directory. The third user of the rule, the eccl_probe
 module, has its trailing-newline cases in tests/unit/plugins/modules/test_eccl_probe.py."""
+
+import json
 
 import pytest
 
@@ -64,26 +69,62 @@ def test_eccl_env_preflight(tmp_path, extra, expected):
             assert text in out, text
 
 
-@pytest.mark.parametrize("env", [{"PATH": "/usr/local/tops/bin"}, {"LD_PRELOAD": "/tmp/x.so"}])
-def test_eccl_env_refuses_guarded_names_and_writes_nothing(tmp_path, env):
-    # The whole role, used alone (its own preflight first), writing into tmp_path.
-    profile = tmp_path / "topsrider.sh"
-    rc, out = run_play(tmp_path, [{"name": "ECCL", "ansible.builtin.include_role": {"name": "gcu.topsrider.eccl_env"}}],
-                       {"eccl_env_install_packages": False, "eccl_env_vars": env, "eccl_env_file": str(profile)})
-    assert rc != 0, out
+ECCL_GUARDED = [{"PATH": "/usr/local/tops/bin"}, {"LD_PRELOAD": "/tmp/x.so"}]
+# A trailing newline ($ would let it through; every pattern ends in \Z) in an
+# environment value or a path: each role refuses before it writes anything.
+ECCL_NEWLINE = [
+    ({"eccl_env_vars": {"ECCL_DEBUG": "INFO\n"}},
+     'the value of "ECCL_DEBUG" (from eccl_env_vars), "INFO\\n", has characters that are not allowed'),
+    ({"eccl_env_file": "{tmp}/topsrider.sh\n"}, "eccl_env_file must be an absolute path of plain characters"),
+]
+# The task eccl_env's preflight refuses in (before the packages' install and the profile).
+ECCL_PREFLIGHT_TASK = "Check the profile, the visible devices and every variable name and value before anything changes"
+
+
+def eccl_env_cases():
+    """(case, its variables) of the whole role used alone (its own preflight first): the refusals, then
+    the run that writes. {tmp} in a value is the case's own directory."""
+    cases = [("guarded-%s" % list(env)[0],
+              {"eccl_env_install_packages": False, "eccl_env_vars": env, "eccl_env_file": "{tmp}/topsrider.sh"})
+             for env in ECCL_GUARDED]
+    # eccl_env_preflight defaults to true
+    cases += [("newline-%s" % list(extra)[0], dict(extra, eccl_env_bundle_path="/nonexistent"))
+              for extra, _e in ECCL_NEWLINE]
+    cases += [("dot-dot", {"eccl_env_file": "{tmp}/a/../topsrider.sh", "eccl_env_bundle_path": "/nonexistent"}),
+              ("allowed", {"eccl_env_install_packages": False, "eccl_env_file": "{tmp}/topsrider.sh",
+                           "eccl_env_vars": {"PATH": "/usr/local/tops/bin", "LD_BIND_NOW": "1"},
+                           "eccl_env_allow_names": ["PATH", "LD_BIND_NOW"]})]
+    return cases
+
+
+@pytest.fixture(scope="module")
+def eccl_env_runs(tmp_path_factory):
+    """{case: (its directory, what the role did)} for eccl_env_cases(), all run by one play."""
+    tmp = tmp_path_factory.mktemp("eccl-env-cases")
+    cases, dirs = [], {}
+    for name, extra in eccl_env_cases():
+        dirs[name] = tmp / name
+        dirs[name].mkdir()
+        cases.append((name, dict((k, v.replace("{tmp}", str(dirs[name])) if isinstance(v, str) else v)
+                                 for k, v in extra.items())))
+    seen, _out = run_cases(tmp, "gcu.topsrider.eccl_env", cases)
+    return dict((name, (dirs[name], seen[name])) for name in dirs)
+
+
+@pytest.mark.parametrize("env", ECCL_GUARDED)
+def test_eccl_env_refuses_guarded_names_and_writes_nothing(eccl_env_runs, env):
     name = list(env)[0]
-    assert "eccl_env: refused, nothing was changed: \"%s\" (from eccl_env_vars) is " % name in out, out
-    assert "refused unless eccl_env_allow_names names it" in out
-    assert not profile.exists()
+    case, result = eccl_env_runs["guarded-%s" % name]
+    assert result["failed"], result
+    assert "eccl_env: refused, nothing was changed: \"%s\" (from eccl_env_vars) is " % name in result["msg"], result
+    assert "refused unless eccl_env_allow_names names it" in result["msg"]
+    assert not (case / "topsrider.sh").exists()
 
 
-def test_eccl_env_writes_an_allowed_search_path_as_an_extension(tmp_path):
-    profile = tmp_path / "topsrider.sh"
-    rc, out = run_play(tmp_path, [{"name": "ECCL", "ansible.builtin.include_role": {"name": "gcu.topsrider.eccl_env"}}],
-                       {"eccl_env_install_packages": False, "eccl_env_file": str(profile),
-                        "eccl_env_vars": {"PATH": "/usr/local/tops/bin", "LD_BIND_NOW": "1"},
-                        "eccl_env_allow_names": ["PATH", "LD_BIND_NOW"]})
-    assert rc == 0, out
+def test_eccl_env_writes_an_allowed_search_path_as_an_extension(eccl_env_runs):
+    case, result = eccl_env_runs["allowed"]
+    assert not result["failed"], result
+    profile = case / "topsrider.sh"
     text = profile.read_text()
     assert 'export PATH="${PATH:+$PATH:}"/usr/local/tops/bin\n' in text
     assert "export LD_BIND_NOW=1\n" in text and "export ECCL_DEBUG=WARN\n" in text
@@ -105,96 +146,145 @@ def dist_launch_vars(tmp_path, **extra):
 DIST_LAUNCH = {"name": "Launch tooling", "ansible.builtin.include_role": {"name": "gcu.topsrider.dist_launch"}}
 
 
-def test_dist_launch_accepts_the_empty_enflame_environment(tmp_path):
-    # The bug: with enflame's empty vendor environment the old Jinja check rendered None and refused.
-    rc, out = run_play(tmp_path, [DIST_LAUNCH], dist_launch_vars(tmp_path))
+def run_cases(tmp_path, role, cases):
+    """The whole role once per case, in ONE play: each case's variables are its include's vars, each run
+    in a block whose rescue records the task that failed and its message. {case: {"failed": bool,
+    "task": the failed task's name, "msg": its message}}, and the play's output."""
+    tasks = [{"name": "No case ran yet", "ansible.builtin.set_fact": {"cases_seen": {}}}]
+    for name, variables in cases:
+        key = json.dumps(name)
+        tasks.append({"name": "Case %s" % name, "block": [
+            {"name": "Run the role (%s)" % name, "ansible.builtin.include_role": {"name": role}, "vars": variables},
+            {"name": "It ran through (%s)" % name,
+             "ansible.builtin.set_fact": {"cases_seen": "{{ cases_seen | combine({%s: {'failed': false}}) }}" % key}},
+        ], "rescue": [
+            {"name": "It was refused (%s)" % name, "ansible.builtin.set_fact": {"cases_seen": (
+                "{{ cases_seen | combine({%s: {'failed': true, 'task': ansible_failed_task.name,"
+                " 'msg': ansible_failed_result.msg | default('')}}) }}" % key)}},
+        ]})
+    tasks.append({"name": "Write what each case did", "ansible.builtin.copy": {
+        "content": "{{ cases_seen | to_json }}", "dest": str(tmp_path / "cases.json"), "mode": "0644"}})
+    rc, out = run_play(tmp_path, tasks)
     assert rc == 0, out
-    assert (tmp_path / "launch" / "launch-single.sh").is_file()
+    seen = json.loads((tmp_path / "cases.json").read_text())
+    assert sorted(seen) == sorted(name for name, _v in cases), out
+    return seen, out
 
 
-def test_dist_launch_refuses_a_guarded_name_unless_allowed(tmp_path):
-    rc, out = run_play(tmp_path, [DIST_LAUNCH], dist_launch_vars(tmp_path, dist_launch_env={"LD_PRELOAD": "/tmp/x.so"}))
-    assert rc != 0, out
-    assert ('dist_launch: refused, nothing was written: "LD_PRELOAD" (from dist_launch_env) is the dynamic loader\'s '
-            "settings (what every program loads): refused unless dist_launch_env_allow_names names it") in out
-    assert not (tmp_path / "launch").exists()
-    rc, out = run_play(tmp_path, [DIST_LAUNCH], dist_launch_vars(tmp_path, dist_launch_env={"LD_PRELOAD": "/tmp/x.so"},
-                                                                 dist_launch_env_allow_names=["LD_PRELOAD"]))
-    assert rc == 0, out
-    assert "export LD_PRELOAD=/tmp/x.so" in (tmp_path / "launch" / "launch-single.sh").read_text()
-
-
-@pytest.mark.parametrize("vendor, env, expected", [
+# Every dist_launch case below, run by one play (the role's refusals stop before anything is written).
+# Each case has its own directory: {tmp} in a value is that directory.
+REFUSED_BEFORE_WRITING = [
     ("enflame", {"ECCL_DEBUG": "INFO\n"},
      ['the value of "ECCL_DEBUG" (from dist_launch_env), "INFO\\n", has characters that are not allowed']),
     ("nvidia", {"NCCL_DEBUG": "$(id)", "bad": "x"},
      ['the value of "NCCL_DEBUG" (from dist_launch_env), "$(id)", has characters that are not allowed',
       'variable name "bad" (from dist_launch_env) is not a valid name']),
-])
-def test_dist_launch_refuses_before_writing(tmp_path, vendor, env, expected):
-    rc, out = run_play(tmp_path, [DIST_LAUNCH], dist_launch_vars(tmp_path, dist_launch_vendor=vendor,
-                                                                 dist_launch_env=env))
-    assert rc != 0, out
-    assert "dist_launch: refused, nothing was written:" in out
-    for text in expected:
-        assert text in out, text
-    assert not (tmp_path / "launch").exists()
-
-
+]
 # A trailing newline ($ would let it through; every pattern ends in \Z) in an
 # environment value or a path: each role refuses before it writes anything.
-@pytest.mark.parametrize("extra, expected", [
-    ({"eccl_env_vars": {"ECCL_DEBUG": "INFO\n"}},
-     'the value of "ECCL_DEBUG" (from eccl_env_vars), "INFO\\n", has characters that are not allowed'),
-    ({"eccl_env_file": "{tmp}/topsrider.sh\n"}, "eccl_env_file must be an absolute path of plain characters"),
-])
-def test_trailing_newline_refused_by_eccl_env(tmp_path, extra, expected):
-    extra = {k: v.replace("{tmp}", str(tmp_path)) if isinstance(v, str) else v for k, v in extra.items()}
-    # The whole role, as used alone: its own preflight runs first (eccl_env_preflight defaults to true).
-    rc, out = run_play(tmp_path, [{"name": "ECCL", "ansible.builtin.include_role": {"name": "gcu.topsrider.eccl_env"}}],
-                       dict(extra, eccl_env_bundle_path="/nonexistent"))
-    assert rc != 0, out
-    assert expected in out, out
-    assert "Install the ECCL packages" not in out
-    assert not (tmp_path / "topsrider.sh").exists()
-
-
-@pytest.mark.parametrize("name, value, expected", [
+TRAILING_NEWLINE = [
     ("dist_launch_env", {"ECCL_DEBUG": "INFO\n"}, "dist_launch: refused, nothing was written:"),
     ("dist_launch_dir", "{tmp}/launch\n", "Check dist_launch_dir, dist_launch_python"),
     ("dist_launch_python", "/opt/x\n", "Check dist_launch_dir, dist_launch_python"),
     ("dist_launch_env_file", "/opt/x\n", "Check dist_launch_dir, dist_launch_python"),
     ("dist_launch_device_count", "2\n", "No card count"),
-])
-def test_trailing_newline_refused_by_dist_launch(tmp_path, name, value, expected):
-    value = value.replace("{tmp}", str(tmp_path)) if isinstance(value, str) else value
-    rc, out = run_play(tmp_path, [DIST_LAUNCH], dist_launch_vars(tmp_path, **{name: value}))
-    assert rc != 0, out
-    assert expected in out, out
-    assert not (tmp_path / "launch").exists()
-    assert not (tmp_path / "launch\n").exists()
-
-
+]
 # A '..' part: the roles' paths follow the collection's one path rule
 # (topsrider_value_problems('path')), which the roles' own patterns let through before.
-@pytest.mark.parametrize("name, value", [
+DOT_DOT = [
     ("dist_launch_dir", "{tmp}/launch/../../../etc/topsrider"),
     ("dist_launch_python", "/opt/venv/../../usr/bin/python3"),
     ("dist_launch_env_file", "/etc/profile.d/../../root/x.sh"),
-])
-def test_dot_dot_refused_by_dist_launch(tmp_path, name, value):
-    rc, out = run_play(tmp_path, [DIST_LAUNCH], dist_launch_vars(tmp_path, **{name: value.replace("{tmp}", str(tmp_path))}))
-    assert rc != 0, out
-    flat = " ".join(out.split())
-    assert "Check dist_launch_dir, dist_launch_python" in flat and "%s " % name in flat and "has a '..' part" in flat, out
-    assert not (tmp_path / "launch").exists()
+]
 
 
-def test_dot_dot_refused_by_eccl_env(tmp_path):
-    rc, out = run_play(tmp_path, [{"name": "ECCL", "ansible.builtin.include_role": {"name": "gcu.topsrider.eccl_env"}}],
-                       {"eccl_env_file": str(tmp_path / "a" / ".." / "topsrider.sh"), "eccl_env_bundle_path": "/nonexistent"})
-    assert rc != 0 and "eccl_env_file must be an absolute path of plain characters" in out, out
-    assert not (tmp_path / "topsrider.sh").exists()
+def dist_launch_cases():
+    """(case, its extra variables): the refusals first, then the runs that write."""
+    cases = [("refused-%s" % vendor, {"dist_launch_vendor": vendor, "dist_launch_env": env})
+             for vendor, env, _e in REFUSED_BEFORE_WRITING]
+    cases += [("newline-%s" % name, {name: value}) for name, value, _e in TRAILING_NEWLINE]
+    cases += [("dot-dot-%s" % name, {name: value}) for name, value in DOT_DOT]
+    cases += [("guarded", {"dist_launch_env": {"LD_PRELOAD": "/tmp/x.so"}}),
+              ("guarded-allowed", {"dist_launch_env": {"LD_PRELOAD": "/tmp/x.so"},
+                                   "dist_launch_env_allow_names": ["LD_PRELOAD"]}),
+              ("empty-enflame", {})]
+    return cases
+
+
+@pytest.fixture(scope="module")
+def dist_launch_runs(tmp_path_factory):
+    """{case: (its directory, what the role did)} for dist_launch_cases(), all run by one play."""
+    tmp = tmp_path_factory.mktemp("dist-launch-cases")
+    cases, dirs = [], {}
+    for name, extra in dist_launch_cases():
+        dirs[name] = tmp / name
+        dirs[name].mkdir()
+        extra = dict((k, v.replace("{tmp}", str(dirs[name])) if isinstance(v, str) else v) for k, v in extra.items())
+        cases.append((name, dist_launch_vars(dirs[name], **extra)))
+    seen, _out = run_cases(tmp, "gcu.topsrider.dist_launch", cases)
+    return dict((name, (dirs[name], seen[name])) for name in dirs)
+
+
+def test_dist_launch_accepts_the_empty_enflame_environment(dist_launch_runs):
+    # The bug: with enflame's empty vendor environment the old Jinja check rendered None and refused.
+    case, result = dist_launch_runs["empty-enflame"]
+    assert not result["failed"], result
+    assert (case / "launch" / "launch-single.sh").is_file()
+
+
+def test_dist_launch_refuses_a_guarded_name_unless_allowed(dist_launch_runs):
+    case, result = dist_launch_runs["guarded"]
+    assert result["failed"], result
+    assert ('dist_launch: refused, nothing was written: "LD_PRELOAD" (from dist_launch_env) is the dynamic loader\'s '
+            "settings (what every program loads): refused unless dist_launch_env_allow_names names it") in result["msg"]
+    assert not (case / "launch").exists()
+    case, result = dist_launch_runs["guarded-allowed"]
+    assert not result["failed"], result
+    assert "export LD_PRELOAD=/tmp/x.so" in (case / "launch" / "launch-single.sh").read_text()
+
+
+@pytest.mark.parametrize("vendor, env, expected", REFUSED_BEFORE_WRITING)
+def test_dist_launch_refuses_before_writing(dist_launch_runs, vendor, env, expected):
+    case, result = dist_launch_runs["refused-%s" % vendor]
+    assert result["failed"], result
+    assert "dist_launch: refused, nothing was written:" in result["msg"], result
+    for text in expected:
+        assert text in result["msg"], (text, result)
+    assert not (case / "launch").exists()
+
+
+@pytest.mark.parametrize("extra, expected", ECCL_NEWLINE)
+def test_trailing_newline_refused_by_eccl_env(eccl_env_runs, extra, expected):
+    case, result = eccl_env_runs["newline-%s" % list(extra)[0]]
+    assert result["failed"], result
+    assert expected in result["msg"], result
+    # refused by the preflight: the packages' install, after it, never started
+    assert result["task"] == ECCL_PREFLIGHT_TASK, result
+    assert not (case / "topsrider.sh").exists()
+
+
+@pytest.mark.parametrize("name, value, expected", TRAILING_NEWLINE)
+def test_trailing_newline_refused_by_dist_launch(dist_launch_runs, name, value, expected):
+    case, result = dist_launch_runs["newline-%s" % name]
+    assert result["failed"], result
+    assert expected in result["msg"], result
+    assert not (case / "launch").exists()
+    assert not (case / "launch\n").exists()
+
+
+@pytest.mark.parametrize("name, value", DOT_DOT)
+def test_dot_dot_refused_by_dist_launch(dist_launch_runs, name, value):
+    case, result = dist_launch_runs["dot-dot-%s" % name]
+    assert result["failed"], result
+    flat = " ".join(result["msg"].split())
+    assert "Check dist_launch_dir, dist_launch_python" in flat and "%s " % name in flat and "has a '..' part" in flat, result
+    assert not (case / "launch").exists()
+
+
+def test_dot_dot_refused_by_eccl_env(eccl_env_runs):
+    case, result = eccl_env_runs["dot-dot"]
+    assert result["failed"] and "eccl_env_file must be an absolute path of plain characters" in result["msg"], result
+    assert not (case / "topsrider.sh").exists()
 
 
 def test_dot_dot_refused_by_tops_sdk(tmp_path):
