@@ -198,3 +198,26 @@ def test_a_failed_set_up_target_fails_the_pool_and_what_waits_for_it_never_start
     assert rc == 1, out
     assert "=== make venv (set-up) failed" in out and "venv broke" in out, out
     assert a not in made and "collection-link" not in made, made
+
+
+def test_a_set_up_target_waits_for_what_another_chain_makes(tmp_path):
+    """The pre-deployed image's chain starts its target once the venv and the node image of the
+    other chains are made; a waited-for target that no chain makes is taken as made."""
+    a, _b = stub_jobs(tmp_path)
+    rc, out, made = pool_in(tmp_path, "venv collection-link; docker sim-image bundles; sim-image-deployed", ["make:" + a])
+    assert rc == 0, out
+    for waited in ("venv", "collection-link", "sim-image", "bundles"):
+        assert made.index(waited) < made.index("sim-image-deployed"), made
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    rc, out, made = pool_in(alone, "sim-image-deployed", ["make:" + a])
+    assert rc == 0 and sorted(made) == sorted(["sim-image-deployed", a]), out
+
+
+def test_a_failed_target_another_chain_waits_for_leaves_the_waiting_one_unmade(tmp_path):
+    a, _b = stub_jobs(tmp_path)
+    rc, out, made = pool_in(tmp_path, "venv collection-link; docker sim-image bundles; sim-image-deployed", ["make:" + a],
+                            failing=("sim-image",))
+    assert rc == 1, out
+    assert "=== make sim-image-deployed (set-up) not made: make sim-image failed" in out, out
+    assert "sim-image-deployed" not in made and "bundles" not in made, made
