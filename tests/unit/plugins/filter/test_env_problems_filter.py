@@ -100,15 +100,8 @@ def eccl_env_cases():
 @pytest.fixture(scope="module")
 def eccl_env_runs(tmp_path_factory):
     """{case: (its directory, what the role did)} for eccl_env_cases(), all run by one play."""
-    tmp = tmp_path_factory.mktemp("eccl-env-cases")
-    cases, dirs = [], {}
-    for name, extra in eccl_env_cases():
-        dirs[name] = tmp / name
-        dirs[name].mkdir()
-        cases.append((name, dict((k, v.replace("{tmp}", str(dirs[name])) if isinstance(v, str) else v)
-                                 for k, v in extra.items())))
-    seen, _out = run_cases(tmp, "gcu.topsrider.eccl_env", cases)
-    return dict((name, (dirs[name], seen[name])) for name in dirs)
+    return run_cases_in_dirs(tmp_path_factory.mktemp("eccl-env-cases"), "gcu.topsrider.eccl_env", eccl_env_cases(),
+                             lambda directory, extra: extra)
 
 
 @pytest.mark.parametrize("env", ECCL_GUARDED)
@@ -144,6 +137,20 @@ def dist_launch_vars(tmp_path, **extra):
 
 
 DIST_LAUNCH = {"name": "Launch tooling", "ansible.builtin.include_role": {"name": "gcu.topsrider.dist_launch"}}
+
+
+def run_cases_in_dirs(tmp, role, cases, variables_of):
+    """run_cases with a directory of its own for each case under tmp ({tmp} in a string value is that
+    directory; variables_of(directory, values) gives the case's variables): {case: (its directory, what
+    the role did)}."""
+    named, dirs = [], {}
+    for name, extra in cases:
+        dirs[name] = tmp / name
+        dirs[name].mkdir()
+        extra = dict((k, v.replace("{tmp}", str(dirs[name])) if isinstance(v, str) else v) for k, v in extra.items())
+        named.append((name, variables_of(dirs[name], extra)))
+    seen, _out = run_cases(tmp, role, named)
+    return dict((name, (dirs[name], seen[name])) for name in dirs)
 
 
 def run_cases(tmp_path, role, cases):
@@ -214,15 +221,8 @@ def dist_launch_cases():
 @pytest.fixture(scope="module")
 def dist_launch_runs(tmp_path_factory):
     """{case: (its directory, what the role did)} for dist_launch_cases(), all run by one play."""
-    tmp = tmp_path_factory.mktemp("dist-launch-cases")
-    cases, dirs = [], {}
-    for name, extra in dist_launch_cases():
-        dirs[name] = tmp / name
-        dirs[name].mkdir()
-        extra = dict((k, v.replace("{tmp}", str(dirs[name])) if isinstance(v, str) else v) for k, v in extra.items())
-        cases.append((name, dist_launch_vars(dirs[name], **extra)))
-    seen, _out = run_cases(tmp, "gcu.topsrider.dist_launch", cases)
-    return dict((name, (dirs[name], seen[name])) for name in dirs)
+    return run_cases_in_dirs(tmp_path_factory.mktemp("dist-launch-cases"), "gcu.topsrider.dist_launch",
+                             dist_launch_cases(), lambda directory, extra: dist_launch_vars(directory, **extra))
 
 
 def test_dist_launch_accepts_the_empty_enflame_environment(dist_launch_runs):
