@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+import gpg_keys
 from gpg_keys import signed_list
 from conftest import run_play
 
@@ -111,3 +112,74 @@ def test_drift_and_rollback_read_the_list_without_refusing(tmp_path, release, ke
     ]
     rc, out = run_play(tmp_path, tasks)
     assert rc == 0, out
+
+
+def test_every_tampered_release_or_list_is_refused_as_a_deploy_refuses_it(tmp_path, keys):
+    """molecule/signing's tampered releases and lists (its files/make-releases.sh), each on the path
+    playbooks/tasks/inputs.yml takes on the controller: topsrider_release_trust's check (failed_when false), then
+    topsrider_inputs' release check, whose sentence fails every host: each names what is wrong with the words the
+    scenario looked for, and says nothing was sent to any node. The scenario keeps three of these cases end to end
+    (a changed manifest, an unsigned list, and a swapped deb, which the rollout refuses)."""
+    retired = gpg_keys.Key(str(tmp_path / "retired"), "Retired Ops <retired@example.org>")
+    rel, lists = tmp_path / "rel", tmp_path / "trust"
+    rel.mkdir()
+    lists.mkdir()
+
+    def release(name, version, signer=None, faked_time=None):
+        d = rel / name
+        d.mkdir()
+        (d / "manifest.json").write_text(json.dumps(dict(MANIFEST, version=version)))
+        if signer:
+            signer.sign(str(d / "manifest.json"), faked_time=faked_time)
+        return d
+
+    try:
+        release("2.5.136", "2.5.136", keys["ops"])
+        release("unsigned", "2.5.140")
+        release("other-key", "2.5.140", keys["other"])
+        (release("changed", "2.5.136", keys["ops"]) / "manifest.json").open("a").write(" \n")
+        (release("another", "2.5.140") / "manifest.json.sig").write_bytes((rel / "2.5.136" / "manifest.json.sig").read_bytes())
+        sig = release("truncated", "2.5.136", keys["ops"]) / "manifest.json.sig"
+        sig.write_bytes(sig.read_bytes()[:40])
+        release("expired-key", "2.5.140", keys["expired"], faked_time=gpg_keys.PAST_LATER)
+        release("revoked-key", "2.5.140", retired)
+        retired.revoke()
+        # The keyring as the scenario's: ops's key, the old key that expired and the retired one with its revocation.
+        ring = lists / "trusted.gpg"
+        ring.write_bytes(b"".join(open(k.export(str(tmp_path / (n + ".gpg"))), "rb").read()
+                                  for n, k in (("ops", keys["ops"]), ("old", keys["expired"]), ("retired", retired))))
+        gpg_keys.write_list(str(lists / "unsigned-list.json"), 3)
+        signed_list(str(lists / "other-list.json"), keys["other"], 3)
+    finally:
+        retired.close()
+    cases = {
+        "unsigned": ("unsigned", "", "manifest.json is not signed: "),
+        "other_key": ("other-key", "", "which is not in the keyring"),
+        "changed": ("changed", "", "BAD signature by key"),
+        "another": ("another", "", "BAD signature by key"),
+        "truncated": ("truncated", "", "is not an OpenPGP signature"),
+        "expired_key": ("expired-key", "", "has expired"),
+        "revoked_key": ("revoked-key", "", "has been revoked"),
+        "unsigned_list": ("2.5.136", "unsigned-list.json", "unsigned-list.json is not signed"),
+        "other_list": ("2.5.136", "other-list.json", "which is not in the keyring"),
+    }
+    tasks = [{"ansible.builtin.set_fact": {"said": {}}}]
+    for name, (bundle, listed, dummy) in cases.items():
+        bundle_dir = str(rel / bundle)
+        tasks.append({"name": "Case " + name, "block": [
+            dict(trust(manifest=bundle_dir + "/manifest.json", keyring=str(ring),
+                       revocations=str(lists / listed) if listed else "", seen=str(lists / "seen.json")),
+                 register="release_trust", failed_when=False),
+            {"gcu.topsrider.topsrider_inputs": {"checks": ["release"], "release": {
+                "bundle": bundle_dir, "installer": None, "trust": "{{ release_trust }}"}}},
+            {"ansible.builtin.set_fact": {"said": "{{ said | combine({%s: 'NOT REFUSED'}) }}" % json.dumps(name)}}],
+            "rescue": [{"ansible.builtin.set_fact": {
+                "said": "{{ said | combine({%s: ansible_failed_result.msg}) }}" % json.dumps(name)}}]})
+    tasks.append({"ansible.builtin.copy": {"content": "{{ said | to_json }}", "dest": str(tmp_path / "said.json")}})
+    rc, out = run_play(tmp_path, tasks)
+    assert rc == 0, out
+    said = json.loads((tmp_path / "said.json").read_text())
+    assert sorted(said) == sorted(cases), said
+    for name, (dummy, dummy2, words) in cases.items():
+        assert words in said[name] and "Nothing was sent to any node" in said[name], (name, said[name])
+    assert not os.path.exists(str(lists / "seen.json")), "a refused list was recorded as seen"
