@@ -154,15 +154,6 @@ def test_fast_path_refuses_a_bad_environment_value():
         assert capture("small", n) == capture("end", n)
 
 
-def test_manifest_version_with_a_newline_is_refused_and_never_a_directory():
-    rc, text = run("small-newline")
-    assert rc == 2
-    assert "newline" in text
-    for n in (N1, N2):
-        names = read("cache-small-%s.txt" % n).split()  # ls -1b: a newline would read \n
-        assert names and all("\\" not in name for name in names), names
-
-
 def test_halted_rollout_names_the_unreachable_node_and_prints_the_summary():
     rc, text = run("small-halted")
     assert rc in (2, 4)

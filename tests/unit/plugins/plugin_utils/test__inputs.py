@@ -114,6 +114,14 @@ def test_a_hostile_name_or_path_or_a_small_cache_is_refused_naming_it(changed, w
     assert all(w in problem for w in words), problem
 
 
+def test_a_manifest_version_ending_in_a_newline_is_refused_naming_it():
+    """The release's version names its directory in the node's cache: "2.5.140\\n" (what molecule/rollback_truth
+    once deployed) is refused with the settings, which deploy.yml checks before any node is compared or changed."""
+    (problem,) = input_problems(inputs(raw_result=GOOD_PYTHON, manifest=dict(MANIFEST, version="2.5.140\n")), "2.19.14")
+    assert problem.startswith('refused, nothing was changed: the manifest version (/srv/topsrider/2.5.136/manifest.json) '
+                              '"2.5.140\\n" has a newline'), problem
+
+
 def test_the_eccl_settings_come_last_and_name_the_operators_variables():
     eccl = dict(settings()["eccl"], eccl_env_vars={"LD_PRELOAD": "/tmp/x.so"})
     (problem,) = input_problems(inputs(raw_result=GOOD_PYTHON, eccl=eccl), "2.19.14")
