@@ -20,7 +20,10 @@
 # their own prefixes and ports, and every other port is picked free at run
 # time. After the first failure no new job starts; the ones running finish,
 # then the failed scenarios' failed tests are printed last (from the
-# verifier's JUnit file), where a CI log's tail shows them.
+# verifier's JUnit file), where a CI log's tail shows them. Each job's last
+# line says its own CPU (bash's times: molecule, ansible-playbook and its
+# workers, testinfra); the simulated nodes' CPU, a line per container, comes
+# at the pool's end (scripts/pool-cpu.py reads their cgroups while it runs).
 #
 # POOL_SETUP (make test's pool sets it): the set-up, as chains of make
 # targets separated by ";", e.g. "venv collection-link; docker sim-image
@@ -109,6 +112,13 @@ mkdir -p "$junit_dir" "$logs"
 rm -rf "$ready"
 mkdir -p "$ready"
 pool_start=$(date +%s)
+# The simulated nodes' CPU, read from their containers' cgroups while the pool
+# runs (scripts/pool-cpu.py); reported at the end.
+node_cpu=$logs/pool-nodes-cpu.jsonl
+rm -f "$node_cpu" "$node_cpu.stop"
+python3 scripts/pool-cpu.py sample "$node_cpu" &
+node_cpu_pid=$!
+trap 'touch "$node_cpu.stop"' EXIT
 
 declare -A pid_of=() start_of=()
 failed=()
@@ -175,26 +185,42 @@ done
 
 # ---- jobs --------------------------------------------------------------------
 run_one() {
-  local s=$1 lock=/tmp/topsrider-scn-${1#make:}.lock
-  rm -f "$junit_dir/$s.xml"
+  local s=$1 lock=/tmp/topsrider-scn-${1#make:}.lock rc=0
+  rm -f "$junit_dir/$s.xml" "$logs/$s.cpu"
   if [ "${s#make:}" != "$s" ]; then
-    flock "$lock" make --no-print-directory -o setup "${s#make:}" >"$logs/$s.log" 2>&1
-    return
+    flock "$lock" make --no-print-directory -o setup "${s#make:}" >"$logs/$s.log" 2>&1 || rc=$?
+  else
+    # Each scenario its own ANSIBLE_HOME (Ansible's state, galaxy's cache): two
+    # scenarios' runs never share one.
+    ANSIBLE_HOME=${ANSIBLE_HOME:-$top/.cache/ansible-home}/molecule-$s \
+      flock "$lock" molecule test -s "$s" >"$logs/$s.log" 2>&1 || rc=$?
   fi
-  # Each scenario its own ANSIBLE_HOME (Ansible's state, galaxy's cache): two
-  # scenarios' runs never share one.
-  ANSIBLE_HOME=${ANSIBLE_HOME:-$top/.cache/ansible-home}/molecule-$s \
-    flock "$lock" molecule test -s "$s" >"$logs/$s.log" 2>&1
+  # The job's own CPU: bash's times (not in a pipe: that would be a subshell
+  # of its own), its second line the user and system time of every process
+  # this subshell waited for, and theirs (molecule, ansible-playbook and its
+  # workers, testinfra). Its nodes' CPU is in their containers
+  # (scripts/pool-cpu.py, printed at the pool's end).
+  times >"$logs/$s.cpu"
+  return "$rc"
+}
+
+# The CPU seconds of a job's children in its times output (second line,
+# "0m12.5s 0m3.2s": user and system), rounded.
+cpu_of() {
+  awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); n += a[1] * 60 + a[2] }
+                 printf "%.0f", n }' "$logs/$1.cpu" 2>/dev/null || true
 }
 
 finish_one() {
   local s=$1 rc=$2
   echo "=== $(label "$s") (output)"
   cat "$logs/$s.log"
+  local cpu
+  cpu=$(cpu_of "$s")
   if [ "$rc" -eq 0 ]; then
-    echo "=== $(label "$s") passed in $(( $(date +%s) - start_of[$s] ))s"
+    echo "=== $(label "$s") passed in $(( $(date +%s) - start_of[$s] ))s (its own CPU: ${cpu:-?}s)"
   else
-    echo "=== $(label "$s") failed after $(( $(date +%s) - start_of[$s] ))s"
+    echo "=== $(label "$s") failed after $(( $(date +%s) - start_of[$s] ))s (its own CPU: ${cpu:-?}s)"
     failed+=("$s")
   fi
 }
@@ -249,6 +275,9 @@ for p in "${setup_pids[@]}"; do wait "$p" 2>/dev/null || true; done
 setup_rc=0
 for t in $setup_targets; do [ -e "$ready/$t" ] || setup_rc=1; done
 [ -z "$setup_failed" ] || echo "=== the set-up that $(label "$setup_failed") needs failed: no job started after it"
+touch "$node_cpu.stop"
+wait "$node_cpu_pid" 2>/dev/null || true
+python3 scripts/pool-cpu.py report "$node_cpu"
 echo "=== pool: $(( $(date +%s) - pool_start ))s"
 
 if [ "${#failed[@]}" -gt 0 ] || [ "$setup_rc" -ne 0 ]; then

@@ -154,13 +154,16 @@ def pool_in(tmp_path, setup, jobs, failing=()):
     """scripts/molecule-all.sh in a copy of its own under tmp_path, with a stand-in `make` on PATH
     that fails for the targets in `failing` and records the others it made; (exit status, output, made)."""
     (tmp_path / "scripts").mkdir()
-    shutil.copy(os.path.join(TOP, "scripts", "molecule-all.sh"), str(tmp_path / "scripts"))
+    for script in ("molecule-all.sh", "pool-cpu.py"):
+        shutil.copy(os.path.join(TOP, "scripts", script), str(tmp_path / "scripts"))
     stub = tmp_path / "bin" / "make"
     stub.parent.mkdir()
     stub.write_text(u"#!/bin/sh\n"
                     u"target=$2\n"  # make --no-print-directory TARGET or make --no-print-directory -o setup TARGET
                     u"[ \"$target\" = -o ] && target=$4\n"
                     u"case ' %s ' in *\" $target \"*) echo \"$target broke\"; exit 2 ;; esac\n"
+                    # A job (not a set-up target) burns a second of CPU in a grandchild: its own CPU counts it.
+                    u"case $target in stub-*) python3 -c 'import time\nwhile time.process_time() < 1.0: pass' ;; esac\n"
                     u"echo \"$target\" >>%s\n" % (" ".join(failing), tmp_path / "made.txt"))
     stub.chmod(0o755)
     env = dict(os.environ, PATH="%s:%s" % (stub.parent, os.environ["PATH"]), POOL_SETUP=setup,
@@ -187,6 +190,11 @@ def test_a_pool_whose_set_up_and_jobs_pass_passes(tmp_path):
     rc, out, made = pool_in(tmp_path, "venv collection-link; docker", ["make:" + a, "make:" + b])
     assert rc == 0, out
     assert sorted(made) == sorted(["collection-link", "docker", a, b, "venv"]), made
+    # each job's line says its own CPU (bash's times of what it waited for); the nodes' CPU comes last
+    for job in (a, b):
+        m = re.search(r"^=== make %s passed in \d+s \(its own CPU: (\d+)s\)$" % re.escape(job), out, re.M)
+        assert m and int(m.group(1)) >= 1, out
+    assert re.search(r"^=== the nodes' CPU", out, re.M), out
     # each job started once what it needs (the venv and the collection link) was made
     assert made.index("collection-link") < min(made.index(a), made.index(b)), made
 
