@@ -10,7 +10,8 @@ Three steps, the first that fails is the answer (one sentence):
 1. the role's own argument spec for `preflight` (roles/eccl_env/meta/argument_specs.yml:
    types and choices), when asked (the role used alone has Ansible check it);
 2. what the spec cannot say: a profile that is a dict, the visible devices,
-   ENFLAME_VISIBLE_DEVICES only through its own setting, the file's path;
+   ENFLAME_VISIBLE_DEVICES only through its own setting, the file's path (the
+   first broken rule alone, naming its one setting, the value and the rule);
 3. every name and value of the environment written, by the collection's one
    rule (module_utils/_envcheck.py).
 Each message names the variable the operator set (`labels`)."""
@@ -73,14 +74,12 @@ def settings_problems(settings, labels=None, check_spec=False, allow_label=None)
         problems = spec_problems(values, labels, spec)
         if problems:
             return ["eccl_env: refused, nothing was changed: %s." % "; ".join(problems)]
+    problem = _setting_problem(values, labels)
+    if problem:
+        return ["eccl_env: refused, nothing was changed: %s." % problem]
     profile, profiles, env_vars = values["eccl_env_profile"], values["eccl_env_profiles"], values["eccl_env_vars"]
     visible = values["eccl_env_visible_devices"]
-    chosen = profiles.get(profile) if isinstance(profiles, dict) else None
-    settings_ok = (isinstance(chosen, dict) and isinstance(visible, str) and DEVICES_RE.match(visible)
-                   and isinstance(env_vars, dict) and DEVICES_NAME not in env_vars and DEVICES_NAME not in chosen
-                   and not value_problems({"eccl_env_file": values["eccl_env_file"]}, "path"))
-    if not settings_ok:
-        return [_settings_message(values, labels)]
+    chosen = profiles[profile]
     environment = written_environment(profiles, profile, env_vars, visible)
     allow_label = allow_label or labels["eccl_env_allow_names"]
     sources = OrderedDict([("eccl_env_profiles." + profile, chosen), (labels["eccl_env_vars"], env_vars),
@@ -108,16 +107,34 @@ def written_environment(profiles, profile, env_vars=None, visible="all"):
     return environment
 
 
-def _settings_message(values, labels):
-    profiles = values["eccl_env_profiles"]
-    return ("eccl_env: %s must name an entry of eccl_env_profiles (got %s, defined: %s) whose value is a dict; "
-            "%s must be 'all', 'none' or a comma list of card indexes such as '0,1,2' (got %s), and it is the only "
-            "place to set %s (not %s or a profile); %s must be an absolute path of plain characters "
-            "(letters, digits, _ . + ~ @ -, no '..' part; got %s)."
-            % (labels["eccl_env_profile"], _json(values["eccl_env_profile"]),
-               ", ".join(profiles) if isinstance(profiles, dict) else _json(profiles),
-               labels["eccl_env_visible_devices"], _json(values["eccl_env_visible_devices"]), DEVICES_NAME,
-               labels["eccl_env_vars"], labels["eccl_env_file"], _json(values["eccl_env_file"])))
+def _setting_problem(values, labels):
+    """What the spec cannot say, one rule at a time in SETTINGS' order: the first
+    broken rule, naming its one setting (as the operator set it), the value and
+    the rule; None when all hold."""
+    profile, profiles, env_vars = values["eccl_env_profile"], values["eccl_env_profiles"], values["eccl_env_vars"]
+    visible, env_file = values["eccl_env_visible_devices"], values["eccl_env_file"]
+    if not isinstance(profiles, dict):
+        return "eccl_env_profiles must be a dict of profile names to dicts of variables (got %s)" % _json(profiles)
+    if not isinstance(profile, str) or profile not in profiles:
+        return ("%s must name an entry of eccl_env_profiles (got %s; defined: %s)"
+                % (labels["eccl_env_profile"], _json(profile), ", ".join(profiles)))
+    chosen = profiles[profile]
+    if not isinstance(chosen, dict):
+        return ("eccl_env_profiles.%s, the profile %s names, must be a dict of variables (got %s)"
+                % (profile, labels["eccl_env_profile"], _json(chosen)))
+    if not isinstance(env_vars, dict):
+        return "%s must be a dict of variable names to values (got %s)" % (labels["eccl_env_vars"], _json(env_vars))
+    if not isinstance(visible, str) or not DEVICES_RE.match(visible):
+        return ("%s must be 'all', 'none' or a comma list of card indexes such as '0,1,2' (got %s)"
+                % (labels["eccl_env_visible_devices"], _json(visible)))
+    for where, variables in ((labels["eccl_env_vars"], env_vars), ("eccl_env_profiles." + profile, chosen)):
+        if DEVICES_NAME in variables:
+            return ("%s sets %s to %s: %s is the only place to set it"
+                    % (where, DEVICES_NAME, _json(variables[DEVICES_NAME]), labels["eccl_env_visible_devices"]))
+    if value_problems({"eccl_env_file": env_file}, "path"):
+        return ("%s must be an absolute path of plain characters (letters, digits, _ . + ~ @ -, no '..' part; got %s)"
+                % (labels["eccl_env_file"], _json(env_file)))
+    return None
 
 
 def _json(value):

@@ -42,23 +42,47 @@ def test_the_argument_spec_names_the_operators_variable(settings, words):
 def test_the_spec_is_not_checked_unless_asked():
     # The role used alone: Ansible checks its spec; a profile the spec would refuse is then refused here
     # because eccl_env_profiles has no such entry.
-    (problem,) = settings_problems({"eccl_env_profile": "fast"})
-    assert problem.startswith('eccl_env: eccl_env_profile must name an entry of eccl_env_profiles (got "fast", '
-                              'defined: dev, staging, prod)'), problem
+    assert settings_problems({"eccl_env_profile": "fast"}) == [
+        'eccl_env: refused, nothing was changed: eccl_env_profile must name an entry of eccl_env_profiles '
+        '(got "fast"; defined: dev, staging, prod).']
 
 
-@pytest.mark.parametrize("settings, got", [
-    ({"eccl_env_visible_devices": "0,1;touch /tmp/pwned"}, '(got "0,1;touch /tmp/pwned")'),
-    ({"eccl_env_vars": {"ENFLAME_VISIBLE_DEVICES": "0"}}, "it is the only place to set ENFLAME_VISIBLE_DEVICES"),
-    ({"eccl_env_profiles": {"prod": {"ENFLAME_VISIBLE_DEVICES": "0"}}}, "(not topsrider_env_vars or a profile)"),
-    ({"eccl_env_profiles": {"prod": "WARN"}}, "whose value is a dict"),
-    ({"eccl_env_file": "/etc/profile.d/../x.sh"}, '(letters, digits, _ . + ~ @ -, no \'..\' part; got "/etc/profile.d/../x.sh")'),
-])
-def test_what_the_spec_cannot_say_is_one_sentence_naming_the_settings(settings, got):
-    (problem,) = settings_problems(settings, DEPLOY, True)
-    assert problem.startswith("eccl_env: topsrider_profile must name an entry of eccl_env_profiles"), problem
-    assert "topsrider_visible_devices must be 'all', 'none' or a comma list" in problem
-    assert got in problem
+SAYS = "eccl_env: refused, nothing was changed: "
+# Every rule the spec cannot say, each refusal's whole sentence: the one setting broken, as the operator
+# set it, its value and the rule; no other setting is named.
+ONE_RULE = [
+    ({"eccl_env_visible_devices": "0,1;touch /tmp/pwned"},
+     "topsrider_visible_devices must be 'all', 'none' or a comma list of card indexes such as '0,1,2' "
+     '(got "0,1;touch /tmp/pwned").'),
+    ({"eccl_env_visible_devices": "0,1\n"},
+     "topsrider_visible_devices must be 'all', 'none' or a comma list of card indexes such as '0,1,2' (got \"0,1\\n\")."),
+    ({"eccl_env_vars": {"ENFLAME_VISIBLE_DEVICES": "0"}},
+     'topsrider_env_vars sets ENFLAME_VISIBLE_DEVICES to "0": topsrider_visible_devices is the only place to set it.'),
+    ({"eccl_env_profiles": {"prod": {"ENFLAME_VISIBLE_DEVICES": "0"}}},
+     'eccl_env_profiles.prod sets ENFLAME_VISIBLE_DEVICES to "0": topsrider_visible_devices is the only place to set it.'),
+    ({"eccl_env_profiles": {"prod": "WARN"}},
+     'eccl_env_profiles.prod, the profile topsrider_profile names, must be a dict of variables (got "WARN").'),
+    ({"eccl_env_profiles": {"dev": {}}}, 'topsrider_profile must name an entry of eccl_env_profiles (got "prod"; defined: dev).'),
+    ({"eccl_env_file": "/etc/profile.d/../x.sh"},
+     "eccl_env_file must be an absolute path of plain characters (letters, digits, _ . + ~ @ -, no '..' part; "
+     'got "/etc/profile.d/../x.sh").'),
+]
+
+
+@pytest.mark.parametrize("settings, sentence", ONE_RULE)
+def test_what_the_spec_cannot_say_names_the_one_setting_its_value_and_the_rule(settings, sentence):
+    # The whole sentence: no other setting or rule is in it.
+    assert settings_problems(settings, DEPLOY, True) == [SAYS + sentence]
+
+
+def test_a_type_the_spec_would_refuse_is_named_where_the_spec_is_not_checked():
+    # The role used alone has Ansible check its spec first; a caller that does not still gets one rule.
+    assert settings_problems({"eccl_env_vars": "ECCL_DEBUG=1"}, DEPLOY) == [
+        SAYS + 'topsrider_env_vars must be a dict of variable names to values (got "ECCL_DEBUG=1").']
+    assert settings_problems({"eccl_env_profiles": ["prod"]}) == [
+        SAYS + 'eccl_env_profiles must be a dict of profile names to dicts of variables (got ["prod"]).']
+    assert settings_problems({"eccl_env_profile": ["prod"]}) == [
+        SAYS + 'eccl_env_profile must name an entry of eccl_env_profiles (got ["prod"]; defined: dev, staging, prod).']
 
 
 def test_a_guarded_name_is_named_with_the_variable_it_came_from():
