@@ -24,7 +24,7 @@ import time
 
 from ansible_collections.gcu.topsrider.plugins.module_utils._children import Child, run_probe, wait_all
 from ansible_collections.gcu.topsrider.plugins.module_utils import _collective_rank
-from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import ENV_RULES, env_problems, extended_value
+from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import broken_rules, env_problems, extended_value
 from ansible_collections.gcu.topsrider.plugins.module_utils._eccl import (
     classify_collective, classify_framework, failure_message, last_stage, parse_report, problem, tail,
 )
@@ -202,7 +202,8 @@ def validate(module, params):
         module.fail_json(msg="backend: %s" % exc)
     bad = env_problems(params["environment"], "environment", params["allow_names"], "allow_names")
     if bad:
-        module.fail_json(msg="environment: %s %s" % (" ".join(bad), ENV_RULES))
+        rules = broken_rules(params["environment"])
+        module.fail_json(msg="environment: %s" % " ".join(bad + ([rules] if rules else [])))
     if params["timeout"] <= 0:
         module.fail_json(msg="timeout must be a positive number of seconds, got %s" % params["timeout"])
     if params["warmup"] < 0:

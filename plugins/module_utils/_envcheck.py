@@ -40,10 +40,12 @@ ENV_VALUE_PATTERN = r"^[A-Za-z0-9_.,:/=+@%-]*\Z"
 ENV_NAME_RE = re.compile(ENV_NAME_PATTERN)
 ENV_VALUE_RE = re.compile(ENV_VALUE_PATTERN)
 
-# What the problems say about the rules (the same words in every caller's message).
-ENV_RULES = ("Names must match %s (upper-case letters, digits, _); values must be strings or numbers "
-             "made only of letters, digits and _ . , : / = + @ %% - (no spaces, quotes, $, backticks, "
-             "; | &, newlines or NUL)." % ENV_NAME_PATTERN)
+# What the problems say about the rules (the same words in every caller's
+# message): each rule once, and only where a name or value breaks it
+# (broken_rules).
+NAME_RULE = "Names must match %s (upper-case letters, digits, _)." % ENV_NAME_PATTERN
+VALUE_RULE = ("Values must be strings or numbers made only of letters, digits and _ . , : / = + @ % - (no spaces, "
+              "quotes, $, backticks, ; | &, newlines or NUL).")
 
 
 # Search paths: lists of directories a program searches in order. Allowed,
@@ -231,6 +233,20 @@ def env_problems(mapping, sources=None, allow=None, allow_label="the allow list"
             problems.append("%s%s is %s: refused unless %s names it" % (
                 _quoted(name), where, reason, allow_label))
     return problems
+
+
+def broken_rules(mapping):
+    """The rule sentences (NAME_RULE, VALUE_RULE) that some name or value of
+    `mapping` breaks, joined by a space; '' when it breaks neither (a guarded
+    name or a search path's problem says its own rule)."""
+    if not isinstance(mapping, Mapping):
+        return ""
+    rules = []
+    if any(not env_name_ok(name) for name in mapping):
+        rules.append(NAME_RULE)
+    if any(isinstance(v, bool) or not isinstance(v, (str, int, float)) or not env_value_ok(v) for v in mapping.values()):
+        rules.append(VALUE_RULE)
+    return " ".join(rules)
 
 
 def extended_value(name, current, value):

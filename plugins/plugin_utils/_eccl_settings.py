@@ -26,7 +26,7 @@ import os
 import re
 from collections import OrderedDict
 
-from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import env_problems
+from ansible_collections.gcu.topsrider.plugins.module_utils._envcheck import broken_rules, env_problems, guarded_reason
 from ansible_collections.gcu.topsrider.plugins.module_utils._values import value_problems
 from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import vendor_spec
 
@@ -87,10 +87,12 @@ def settings_problems(settings, labels=None, check_spec=False, allow_label=None)
     problems = env_problems(environment, sources, values["eccl_env_allow_names"], allow_label)
     if not problems:
         return []
-    return ["eccl_env: refused, nothing was changed: %s. Names must match ^[A-Z_][A-Z0-9_]*\\Z (upper-case letters, digits, _); "
-            "values must be strings or numbers made only of letters, digits and _ . , : / = + @ %% - (no spaces, quotes, $, "
-            "backticks, ; | &, newlines or NUL); a name the loader or the shell acts on needs %s."
-            % ("; ".join(problems), allow_label)]
+    # The rules broken, each once: the names' and the values' (broken_rules), and the allow list's where a
+    # guarded name was refused.
+    rules = [broken_rules(environment)]
+    if any(guarded_reason(name) and name not in (values["eccl_env_allow_names"] or []) for name in environment):
+        rules.append("A name the loader or the shell acts on needs %s." % allow_label)
+    return ["eccl_env: refused, nothing was changed: %s." % "; ".join(problems) + "".join(" " + r for r in rules if r)]
 
 
 def written_environment(profiles, profile, env_vars=None, visible="all"):

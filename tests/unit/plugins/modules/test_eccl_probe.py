@@ -229,6 +229,18 @@ def test_bad_arguments(node, args, fragment):
     assert node["commands"] == []
 
 
+@pytest.mark.parametrize("environment, rules", [
+    ({"bad-name": "1"}, ["Names must match"]),
+    ({"ECCL_DEBUG": "INFO; touch /tmp/pwned"}, ["Values must be"]),
+    ({"LD_PRELOAD": "/tmp/x.so"}, []),
+])
+def test_an_environment_refusal_states_only_the_rule_it_breaks(node, environment, rules):
+    failed, r = run({"environment": environment})
+    assert failed
+    for rule in ("Names must match", "Values must be"):
+        assert (rule in r["msg"]) == (rule in rules), (rule, r["msg"])
+
+
 def test_a_backend_the_vendor_table_lacks_is_refused_by_name(node):
     # Never another backend's values (NVIDIA's included): the module stops before any probe.
     failed, r = run({"backend": "hccl", "level": "library"})

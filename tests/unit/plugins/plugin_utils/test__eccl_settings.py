@@ -90,8 +90,23 @@ def test_a_guarded_name_is_named_with_the_variable_it_came_from():
     assert problem.startswith('eccl_env: refused, nothing was changed: "PATH" (from topsrider_env_vars) is the shell'), problem
     assert '"LD_PRELOAD" (from topsrider_env_vars)' in problem
     assert problem.count("refused unless topsrider_env_allow_names names it") == 2
-    assert problem.endswith("a name the loader or the shell acts on needs topsrider_env_allow_names."), problem
+    # Only the rule broken: no name or value rule, the allow list's once.
+    assert problem.endswith("refused unless topsrider_env_allow_names names it. "
+                            "A name the loader or the shell acts on needs topsrider_env_allow_names."), problem
+    assert "Names must match" not in problem and "Values must be" not in problem
     assert problem.count("nothing was changed") == 1
+
+
+@pytest.mark.parametrize("env_vars, rules", [
+    ({"ECCL-DEBUG": "1"}, ["Names must match"]),
+    ({"ECCL_ALGO": "ring\ntouch /tmp/x"}, ["Values must be strings or numbers"]),
+    ({"ECCL-DEBUG": "1", "ECCL_ALGO": "ring;x"}, ["Names must match", "Values must be strings or numbers"]),
+])
+def test_a_bad_name_or_value_is_told_the_rule_it_breaks_and_no_other(env_vars, rules):
+    (problem,) = settings_problems({"eccl_env_vars": env_vars}, DEPLOY, True)
+    for rule in ("Names must match", "Values must be strings or numbers", "A name the loader or the shell acts on"):
+        assert (rule in problem) == (rule in rules), (rule, problem)
+    assert problem.count("Names must match") <= 1 and problem.count("Values must be") <= 1, problem
 
 
 def test_an_allowed_search_path_passes_and_a_profile_value_is_named_by_its_profile():
