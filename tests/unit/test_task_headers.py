@@ -123,10 +123,12 @@ def role_interface(path):
     return names
 
 
-def header_sections(path):
-    """(needs, sets): the text of the file's `# Needs:` and `# Sets:` sections."""
-    with open(os.path.join(TOP, path)) as f:
-        lines = f.read().splitlines()
+def header_sections(path, text=None):
+    """(needs, sets): the text of the file's `# Needs:` and `# Sets:` sections (of `text` when given)."""
+    if text is None:
+        with open(os.path.join(TOP, path)) as f:
+            text = f.read()
+    lines = text.splitlines()
     if lines and lines[0] == "---":
         lines = lines[1:]
     comment = []
@@ -193,16 +195,18 @@ def test_every_fact_another_file_reads_is_declared_set(path):
         path, ", ".join(missing))
 
 
-def declared(path):
+def declared(path, text=None):
     """(needs, sets) as a header names variables: words with an underscore, outside parentheses (the
     prose: where a value comes from), not file names and not prefixes such as desired_*."""
     def names(part):
         previous = None
         while previous != part:
             previous, part = part, re.sub(r"\([^()]*\)", " ", part)
-        return {w for w in re.findall(r"(?<![\w./*])[A-Za-z_]\w*(?![\w./*])", part)
+        # A full stop ends a sentence, not a name: only a dot followed by a word is a file's or an
+        # attribute's (tasks/finish.yml, x.stdout), which names no variable here.
+        return {w for w in re.findall(r"(?<![\w./*])[A-Za-z_]\w*(?![\w/*])(?!\.\w)", part)
                 if "_" in w and not w.endswith("_")} - MAGIC
-    return tuple(names(part) for part in header_sections(path))
+    return tuple(names(part) for part in header_sections(path, text))
 
 
 @functools.lru_cache(maxsize=None)
@@ -289,6 +293,13 @@ def test_every_declared_set_is_read_somewhere(path):
 def test_a_header_names_variables_not_prose():
     assert declared("playbooks/tasks/inputs.yml")[0] >= {"inputs_checks", "topsrider_bundle", "topsrider_profile"}
     assert "desired_" not in declared("playbooks/tasks/inputs.yml")[0]
+
+
+def test_a_name_that_ends_a_sentence_is_a_name():
+    """'... sets stale_name.' declares stale_name (a full stop does not hide it from the checks);
+    a file's name (node_paths.yml) and an attribute (read_it.stdout_lines) name no variable."""
+    text = "---\n# Needs: some_input, node_paths.yml, read_it.stdout_lines and last_one.\n# Sets: stale_name.\n"
+    assert declared("t.yml", text) == ({"some_input", "last_one"}, {"stale_name"})
 
 
 @pytest.mark.parametrize("expression, names", [
