@@ -12,9 +12,9 @@
 # time), each scenario in its own ANSIBLE_HOME (the playbooks use the
 # checkout's collection: .config/molecule/config.yml has no prerun) with its
 # output in .cache/molecule-logs/<name>.log,
-# printed whole when it ends. One scenario keeps about one core of this
-# 2-core machine busy (much of a scenario is waiting: for a Slurm requeue, a
-# job, a node), so two at a time take about half the wall time. Jobs share
+# printed whole when it ends. Two at a time keep this 2-core machine busy
+# (idle 5 % of a full pool, 2026-11-28: CONTRIBUTING.md), so a job's CPU,
+# not its wall time, is what it costs the pool. Jobs share
 # nothing but the Docker engine: their containers have names of their own,
 # the Slurm scenario its own ports, the README's and the perf check's fleets
 # their own prefixes and ports, and every other port is picked free at run
