@@ -244,7 +244,7 @@ def broken_rules(mapping):
     rules = []
     if any(not env_name_ok(name) for name in mapping):
         rules.append(NAME_RULE)
-    if any(isinstance(v, bool) or not isinstance(v, (str, int, float)) or not env_value_ok(v) for v in mapping.values()):
+    if any(not env_value_ok(value) for value in mapping.values()):
         rules.append(VALUE_RULE)
     return " ".join(rules)
 

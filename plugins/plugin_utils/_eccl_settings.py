@@ -90,7 +90,9 @@ def settings_problems(settings, labels=None, check_spec=False, allow_label=None)
     # The rules broken, each once: the names' and the values' (broken_rules), and the allow list's where a
     # guarded name was refused.
     rules = [broken_rules(environment)]
-    if any(guarded_reason(name) and name not in (values["eccl_env_allow_names"] or []) for name in environment):
+    allow = values["eccl_env_allow_names"]
+    allowed = set(allow) if isinstance(allow, (list, tuple)) else set()
+    if any(guarded_reason(name) and name not in allowed for name in environment):
         rules.append("A name the loader or the shell acts on needs %s." % allow_label)
     return ["eccl_env: refused, nothing was changed: %s." % "; ".join(problems) + "".join(" " + r for r in rules if r)]
 
