@@ -32,10 +32,12 @@ class FilterModule(object):
             "topsrider_failure": deferred("plugin_utils._truth.failure_text"),
             # topsrider_lock_taken | topsrider_node_lost(probe) -> whether the node stopped answering
             "topsrider_node_lost": deferred("plugin_utils._truth.node_lost"),
-            # [{host, read, probe, compare_error, slurm}] | topsrider_deploy_split(fast_path) -> {current, rollout}
+            # hostvars | topsrider_deploy_split(hosts, fast_path) -> {current, rollout}
             "topsrider_deploy_split": deferred("plugin_utils._deploy_split.deploy_split"),
-            # [{host, read, slurm, reprobe}] | topsrider_deploy_at_release -> [host, ...] to re-probe or tag first
+            # hostvars | topsrider_deploy_at_release(hosts) -> [host, ...] to re-probe or tag first
             "topsrider_deploy_at_release": deferred("plugin_utils._deploy_split.deploy_at_release"),
+            # hostvars | topsrider_deploy_current_lines(hosts, version, feature_prefix, started, now) -> report lines
+            "topsrider_deploy_current_lines": deferred("plugin_utils._deploy_split.current_lines"),
             # deploy_current_state | topsrider_left_drained(scheduler) -> drained by an earlier run of this collection
             "topsrider_left_drained": deferred("plugin_utils._deploy_split.left_drained"),
         }, (AttributeError,))

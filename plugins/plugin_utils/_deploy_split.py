@@ -19,7 +19,10 @@ ended."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 from ansible_collections.gcu.topsrider.plugins.module_utils._slurm import REASON_PREFIX
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._filters import plain
 
 
 def _slurm_state(read, slurm):
@@ -40,21 +43,6 @@ def _read_clean(read):
     return isinstance(pending, list) and not pending
 
 
-def deploy_at_release(records):
-    """records: one per host of the play, in inventory order: {host, read (its
-    deploy_current_state, or None), slurm (whether its scheduler is Slurm),
-    reprobe (topsrider_deploy_reprobe)} -> [host, ...]: the hosts whose read
-    left nothing pending and where Slurm (the release feature) or a re-probe
-    applies, in that order (deploy.yml's second play, tasks/at_release.yml)."""
-    _check_records(records)
-    return [r["host"] for r in records if _read_clean(r.get("read")) and (r.get("slurm") or r.get("reprobe"))]
-
-
-def _check_records(records):
-    if not isinstance(records, list) or not all(isinstance(r, dict) and r.get("host") for r in records):
-        raise ValueError("records are a list of mappings with a host, got %r" % (records,))
-
-
 def _current(record, fast_path):
     read, probe = record.get("read"), record.get("probe")
     probe_ok = not isinstance(probe, dict) or probe.get("skipped") or probe.get("healthy")
@@ -68,12 +56,62 @@ def _busy(record):
     return len(found.get("jobs") or []) + len(holders.get("processes") or []) if found else 0
 
 
-def deploy_split(records, fast_path=True):
-    """records: one per host of the play, in inventory order: {host, read (its
-    deploy_current_state, or None), probe (its deploy_current_probe, or None),
-    compare_error (whether its comparison could not finish), slurm (whether
-    its scheduler is Slurm)} -> {"current": [host, ...], "rollout": [host, ...]}."""
-    _check_records(records)
+# The variables of a host the filters read through hostvars, and nothing else
+# (tests/unit/test_task_headers.py counts them as read by deploy.yml).
+HOSTVARS_READ = ("deploy_current_state", "deploy_current_probe", "deploy_compare_error", "deploy_current_slurm",
+                 "topsrider_scheduler", "topsrider_deploy_reprobe")
+
+
+def host_records(hostvars, hosts):
+    """What the split reads of each host, in the order of `hosts`, straight from
+    `hostvars` (the play's hostvars: each variable is templated when read, and
+    only these are read): its read (deploy_current_state), re-probe
+    (deploy_current_probe), whether its comparison could not finish
+    (deploy_compare_error), its Slurm feature task (deploy_current_slurm),
+    whether its scheduler is Slurm (topsrider_scheduler) and whether a
+    re-probe was asked for (topsrider_deploy_reprobe)."""
+    if not hasattr(hostvars, "get") or not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+        raise ValueError("takes the play's hostvars and a list of host names, got a %s and %r" % (type(hostvars).__name__, hosts))
+    records = []
+    for host in hosts:
+        if host not in hostvars:
+            raise ValueError("%s is not a host of this inventory" % host)
+        found = hostvars[host]
+        records.append({
+            "host": host,
+            "read": plain(found.get("deploy_current_state")),
+            "probe": plain(found.get("deploy_current_probe")),
+            "compare_error": "deploy_compare_error" in found,
+            "tagged": bool((plain(found.get("deploy_current_slurm")) or {}).get("changed")),
+            "slurm": found.get("topsrider_scheduler", "none") == "slurm",
+            "reprobe": boolean(found.get("topsrider_deploy_reprobe", False), strict=False),
+        })
+    return records
+
+
+def deploy_at_release(hostvars, hosts):
+    """The hosts (of `hosts`, in that order) whose read left nothing pending and
+    where Slurm (the release feature) or a re-probe applies (deploy.yml's
+    second play, tasks/at_release.yml)."""
+    return [r["host"] for r in host_records(hostvars, hosts) if _read_clean(r["read"]) and (r["slurm"] or r["reprobe"])]
+
+
+def deploy_split(hostvars, hosts, fast_path=True):
+    """{"current": [host, ...], "rollout": [host, ...]} for the play's `hosts`, in
+    inventory order: at the release, and the others in the order they roll out."""
+    records = host_records(hostvars, hosts)
     current = [r["host"] for r in records if _current(r, fast_path)]
     rollout = sorted((r for r in records if r["host"] not in current), key=_busy)
     return {"current": current, "rollout": [r["host"] for r in rollout]}
+
+
+def current_lines(hostvars, hosts, version, feature_prefix, started, now):
+    """The report lines of the hosts already at the release (`hosts`, the
+    split's current): ok, changed only where this run set the node's Slurm
+    release feature (tasks/at_release.yml), and the seconds from the run's
+    start (`started`) to `now`, both epoch seconds."""
+    duration = round(float(now) - float(started), 1)
+    return [{"host": r["host"], "result": "ok", "version": version, "changed": r["tagged"],
+             "detail": "already at %s%s" % (version, "; Slurm feature %s%s set" % (feature_prefix, version) if r["tagged"] else ""),
+             "duration_s": duration}
+            for r in host_records(hostvars, hosts)]

@@ -161,10 +161,15 @@ ANALYSED = {path: analysed(path) for path in TASK_FILES}
 
 
 def playbook_reads():
+    """What the playbooks read, with the variables that the deploy's filters taking hostvars read of each host."""
+    from ansible_collections.gcu.topsrider.plugins.plugin_utils._deploy_split import HOSTVARS_READ
     reads = set()
     for path in glob.glob(os.path.join(TOP, "playbooks", "*.yml")):
         with open(path) as f:
-            walk(yaml.safe_load(f), set(), set(), reads)
+            text = f.read()
+        walk(yaml.safe_load(text), set(), set(), reads)
+        if re.search(r"hostvars \| gcu\.topsrider\.topsrider_deploy_", text):
+            reads |= set(HOSTVARS_READ)
     return reads
 
 

@@ -79,7 +79,7 @@ def test_guarded_lets_other_errors_through(arg, errors):
               "topsrider_report_junit",
               "topsrider_report_markdown", "topsrider_report_slurm", "topsrider_report_summary",
               "topsrider_report_text"]),
-    (truth, ["topsrider_deploy_at_release", "topsrider_deploy_split", "topsrider_failure",
+    (truth, ["topsrider_deploy_at_release", "topsrider_deploy_current_lines", "topsrider_deploy_split", "topsrider_failure",
              "topsrider_left_drained", "topsrider_node_lost",
              "topsrider_restore_desired", "topsrider_run_id", "topsrider_snapshot_needs", "topsrider_snapshot_record",
              "topsrider_value_problems"]),

@@ -1,0 +1,40 @@
+# Copyright: gcu.topsrider contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Decisions live in tested Python; the playbooks act on them (issue 50). A
+Jinja for loop in a playbook builds data that a filter should have been
+handed directly (deploy.yml once built three JSON lists that way, from
+hostvars, only to give them to Python). The share of the task lines that hold
+Jinja is printed: a report, not a gate."""
+import glob
+import os
+import re
+
+from conftest import TOP
+
+PLAYBOOKS = sorted(glob.glob(os.path.join(TOP, "playbooks", "**", "*.yml"), recursive=True))
+ROLE_TASKS = sorted(glob.glob(os.path.join(TOP, "roles", "*", "tasks", "*.yml")))
+FOR_LOOP = re.compile(r"\{%-?\s*for\b")
+
+
+def code_lines(path):
+    """(line number, text) of the lines that are not blank and not comments."""
+    with open(path) as f:
+        return [(n, line.strip()) for n, line in enumerate(f, 1) if line.strip() and not line.strip().startswith("#")]
+
+
+def loops(paths):
+    return ["%s:%d" % (os.path.relpath(p, TOP), n) for p in paths for n, text in code_lines(p) if FOR_LOOP.search(text)]
+
+
+def test_no_playbook_builds_data_in_a_jinja_for_loop():
+    assert not loops(PLAYBOOKS), loops(PLAYBOOKS)
+
+
+def test_the_share_of_jinja_lines_is_printed(capsys):
+    lines = [text for p in PLAYBOOKS + ROLE_TASKS for _n, text in code_lines(p)]
+    jinja = [text for text in lines if "{{" in text or "{%" in text]
+    assert lines and jinja
+    with capsys.disabled():
+        print("\nJinja in playbooks/**/*.yml and roles/*/tasks/*.yml: %d of %d code lines (%.1f %%); "
+              "for loops left in the roles' tasks: %s" % (len(jinja), len(lines), 100.0 * len(jinja) / len(lines),
+                                                           ", ".join(loops(ROLE_TASKS)) or "none"))
