@@ -152,8 +152,8 @@ def test_the_role_and_the_desired_state_write_the_same_environment(tmp_path):
     ], {"role_env": role, "desired_env": desired,
         "eccl_env_profiles": {"prod": {"ECCL_DEBUG": "WARN", "ECCL_ALGO": "ring"}},
         "eccl_env_profile": "prod", "desired_profile": "prod",
-        "eccl_env_vars": {"ECCL_DEBUG": "INFO"}, "topsrider_env_vars": {"ECCL_DEBUG": "INFO"},
-        "eccl_env_visible_devices": "2,3", "topsrider_visible_devices": "2,3"})
+        "eccl_env_vars": {"ECCL_DEBUG": "INFO"}, "desired_env_vars": {"ECCL_DEBUG": "INFO"},
+        "eccl_env_visible_devices": "2,3", "desired_visible_devices": "2,3"})
     assert rc == 0, out
 
 
