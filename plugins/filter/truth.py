@@ -38,6 +38,12 @@ class FilterModule(object):
             "topsrider_deploy_at_release": deferred("plugin_utils._deploy_split.deploy_at_release"),
             # hostvars | topsrider_deploy_current_lines(hosts, version, feature_prefix, started, now) -> report lines
             "topsrider_deploy_current_lines": deferred("plugin_utils._deploy_split.current_lines"),
+            # preflight_state.state | topsrider_preflight_problem(host, manifest, keep, cache_root, expected) -> '' or the refusal
+            "topsrider_preflight_problem": deferred("plugin_utils._deploy_plan.preflight_problem"),
+            # preflight_state.state | topsrider_snapshot_plan(id, files, open_path, sha256, plan, torch_gcu) -> the decision
+            "topsrider_snapshot_plan": deferred("plugin_utils._deploy_plan.snapshot_plan"),
+            # version | topsrider_deploy_result(snapshot, files_now, files, wheel_changed) -> the host's report line
+            "topsrider_deploy_result": deferred("plugin_utils._deploy_plan.deploy_result"),
             # deploy_current_state | topsrider_left_drained(scheduler) -> drained by an earlier run of this collection
             "topsrider_left_drained": deferred("plugin_utils._deploy_split.left_drained"),
         }, (AttributeError,))

@@ -144,8 +144,10 @@ def test_the_walk_follows_imports_and_counts_a_file_once(tmp_path, monkeypatch):
 # 102: tasks/node_revocations.yml and modules/topsrider_revocations_seen.py
 # (issue 48: the node refuses a revocation list older than its newest, before
 # a deploy or rollback changes anything).
+# 103: plugin_utils/_deploy_plan.py (issue 50: the rollout's preflight refusal,
+# snapshot decision and report line in tested Python, not Jinja).
 # The test keeps the count from rising unnoticed.
-DEPLOY_LOADS = 102
+DEPLOY_LOADS = 103
 
 
 def test_every_file_a_deploy_loads_is_counted():

@@ -88,7 +88,7 @@ def _walk_tasks(node):
 def test_a_failed_deploys_message_is_one_line_in_stock_output(tmp_path, written, failure, words):
     (tmp_path / "stock.cfg").write_text("")  # Ansible's stock settings: the default stdout callback
     rc, out = run_play(tmp_path, [_deploy_task("Fail this host")], config=str(tmp_path / "stock.cfg"), extra_vars={
-        "desired_manifest": {"version": "2.5.140"}, "deploy_snapshot_written": written, "deploy_snapshot_id": "s1",
+        "desired_manifest": {"version": "2.5.140"}, "deploy_snapshot_written": written, "deploy_snapshot": {"id": "s1"},
         "deploy_failure": failure})
     assert rc == 2, out
     (fatal,) = [line for line in out.splitlines() if line.startswith("fatal: [localhost]: FAILED!")]
