@@ -28,6 +28,8 @@ class FilterModule(object):
             # snapshot | topsrider_restore_desired(journal, facts_file, node) -> topsrider_state's desired
             "topsrider_restore_desired": deferred("plugin_utils._truth.restore_desired"),
             "topsrider_snapshot_needs": deferred("plugin_utils._truth.snapshot_needs"),
+            # restore_read.state.files | topsrider_restore_plan(id, state_dir, facts_file, host[, journal, slurped])
+            "topsrider_restore_plan": deferred("plugin_utils._deploy_plan.restore_plan"),
             # msg | topsrider_failure(action, name[, prefix]) -> one sentence
             "topsrider_failure": deferred("plugin_utils._truth.failure_text"),
             # topsrider_lock_taken | topsrider_node_lost(probe) -> whether the node stopped answering

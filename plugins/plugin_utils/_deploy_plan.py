@@ -4,7 +4,8 @@
 """What one host's rollout decides from the node's read, before it acts, and
 what it says at the end (tasks/rollout.yml and deploy.yml, on the controller;
 filters topsrider_preflight_problem, topsrider_snapshot_plan and
-topsrider_deploy_result).
+topsrider_deploy_result), and what a restore of a snapshot reads and must
+end in (tasks/restore.yml; filter topsrider_restore_plan).
 
 The preflight: from the one read-only topsrider_state call (space, dpkg_lock,
 devices, system) and the release's manifest, the first check that fails, as
@@ -24,7 +25,10 @@ The result: the host's report line once the rollout proved it."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import base64
 import json
+
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._truth import restore_desired
 
 MIB = 1024 * 1024
 # What dpkg and the cache need beyond the bundle and its unpacked debs.
@@ -127,3 +131,69 @@ def deploy_result(version, snapshot, files_now, managed_files, wheel_changed):
     changed = bool(snapshot["needed"] or now != snapshot["before"]["files"] or wheel_changed)
     verb = "deployed" if snapshot["new_release"] else "repaired at" if changed else "already at"
     return {"result": "ok", "version": version, "changed": changed, "detail": "%s %s" % (verb, version)}
+
+
+def records(files, slurped=None):
+    """{path: text or None} for a topsrider_state read's files: the content it
+    returned, else what a slurp of the same path read (a record over its 64 KiB
+    content limit or not UTF-8), None where the file does not exist. slurped:
+    the results of ansible.builtin.slurp over those paths, or None."""
+    found = dict((path, rec.get("content")) for path, rec in files.items() if (rec or {}).get("exists"))
+    for result in slurped or []:
+        if result.get("content") is not None and result.get("item") in found:
+            found[result["item"]] = base64.b64decode(result["content"]).decode("utf-8")
+    return dict((path, found.get(path)) for path in files)
+
+
+def _record(path, text, what):
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise ValueError("%s, %s, is not JSON (%s); nothing was changed" % (path, what, e))
+    if not isinstance(value, dict):
+        raise ValueError("%s, %s, is not a JSON object; nothing was changed" % (path, what))
+    return value
+
+
+def restore_plan(files, snapshot_id, state_dir, facts_file, host, require_journal=True, slurped=None):
+    """What a restore of deploy snapshot `snapshot_id` reads and must end in,
+    from one topsrider_state read of its three records (the snapshot, its
+    package journal, the open-deploy mark; `files`, with `slurped` for any
+    whose content it did not return): {problem: '' or the refusal, snapshot,
+    journal (None: none), journal_path, desired (topsrider_state's desired
+    state afterwards), pip (next to the training Python), closes (whether the
+    open-deploy mark names this snapshot: the restore undoes that deploy)}."""
+    texts = records(files, slurped)
+    snapshot_path = "%s/deploys/%s.json" % (state_dir, snapshot_id)
+    journal_path = "%s/snapshots/%s.json" % (state_dir, snapshot_id)
+    open_path = "%s/open-deploy.json" % state_dir
+    plan = {"problem": "", "snapshot": None, "journal": None, "journal_path": journal_path, "desired": None,
+            "pip": None, "closes": False}
+    if texts.get(snapshot_path) is None:
+        plan["problem"] = ("%s has no deploy snapshot %s; nothing was changed. List the snapshots with 'ls %s/deploys' "
+                           "on the node and name one with -e topsrider_snapshot=<id>." % (host, snapshot_path, state_dir))
+        return plan
+    snapshot = _record(snapshot_path, texts[snapshot_path], "deploy snapshot %s" % snapshot_id)
+    journal = _record(journal_path, texts[journal_path], "its package journal") if texts.get(journal_path) is not None else None
+    if journal is None and snapshot.get("packages_journalled") and require_journal:
+        plan["problem"] = (
+            "snapshot %s says its packages were journalled, but %s is missing, so the package versions and holds "
+            "before %s cannot be put back; nothing was changed. Put the file back from a backup and run again, or "
+            "deploy the release you want instead (deploy.yml -e topsrider_bundle_dir=<release %s> "
+            "-e topsrider_allow_downgrade=true)." % (snapshot_id, journal_path, snapshot.get("to_version") or "that deploy",
+                                                     snapshot.get("from_version") or "?"))
+        return plan
+    opened = texts.get(open_path)
+    python = (snapshot.get("torch_gcu") or {}).get("python") or ""
+    plan.update(snapshot=snapshot, journal=journal, desired=restore_desired(snapshot, journal, facts_file, host),
+                pip="%s/pip3" % python.rsplit("/", 1)[0] if "/" in python else "pip3",
+                closes=opened is not None and _open_id(opened) == snapshot_id)
+    return plan
+
+
+def _open_id(text):
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value.get("id") if isinstance(value, dict) else None

@@ -35,6 +35,6 @@ def test_the_share_of_jinja_lines_is_printed(capsys):
     jinja = [text for text in lines if "{{" in text or "{%" in text]
     assert lines and jinja
     with capsys.disabled():
+        share = 100.0 * len(jinja) / len(lines)
         print("\nJinja in playbooks/**/*.yml and roles/*/tasks/*.yml: %d of %d code lines (%.1f %%); "
-              "for loops left in the roles' tasks: %s" % (len(jinja), len(lines), 100.0 * len(jinja) / len(lines),
-                                                           ", ".join(loops(ROLE_TASKS)) or "none"))
+              "for loops left in the roles' tasks: %s" % (len(jinja), len(lines), share, ", ".join(loops(ROLE_TASKS)) or "none"))

@@ -2,12 +2,16 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """plugins/plugin_utils/_deploy_plan.py: the preflight's refusals, each whole
 (tasks/rollout.yml refuses the host with this sentence, nothing changed)."""
+import base64
+import json
+
 import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gcu.topsrider.plugins.filter import truth
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._deploy_plan import (
-    deploy_result, preflight_problem, room_needed, snapshot_plan)
+    deploy_result, preflight_problem, records, restore_plan, room_needed, snapshot_plan)
+from ansible_collections.gcu.topsrider.plugins.plugin_utils._truth import restore_desired
 
 MIB = 1024 * 1024
 MANIFEST = {"version": "2.5.140", "files": [
@@ -153,3 +157,75 @@ def test_the_result_says_deployed_repaired_or_already_there():
     # Check mode wrote nothing: the files are as they were; a new release is still what it would do.
     assert deploy_result("2.5.140", at, None, [ENV, LD], False)["changed"] is False
     assert deploy_result("2.5.140", new, None, [ENV, LD], False)["detail"] == "deployed 2.5.140"
+
+
+STATE = "/var/lib/topsrider"
+FACTS = "/etc/ansible/facts.d/topsrider.fact"
+SNAP = STATE + "/deploys/D1.json"
+JOURNAL = STATE + "/snapshots/D1.json"
+OPEN_MARK = STATE + "/open-deploy.json"
+SNAPSHOT = {"id": "D1", "from_version": "2.5.136", "to_version": "2.5.140", "packages_journalled": True,
+            "packages": {"tops-sdk": {"version": "2.5.136-1", "held": True}},
+            "files": {ENV: "ZXhwb3J0IFg9MQo=", LD: None}, "modes": {},
+            "torch_gcu": {"python": "/opt/venvs/train/bin/python", "before": "2.5.136"},
+            "facts_before": {"version": "2.5.136"}}
+JOURNAL_RECORD = {"packages": {"tops-sdk": {"before": "2.5.136-1", "before_held": True}}}
+
+
+def records_read(snapshot=SNAPSHOT, journal=JOURNAL_RECORD, open_id="D1", big=()):
+    """topsrider_state's files for the three records (None: the file is not there); a path in big
+    exists but its content was not returned (over 64 KiB)."""
+    def rec(path, value):
+        if value is None:
+            return {"exists": False, "content": None}
+        text = value if isinstance(value, str) else json.dumps(value)
+        return {"exists": True, "content": None if path in big else text}
+    return {SNAP: rec(SNAP, snapshot), JOURNAL: rec(JOURNAL, journal),
+            OPEN_MARK: rec(OPEN_MARK, {"id": open_id} if open_id else None)}
+
+
+def restore(files, require_journal=True, slurped=None):
+    return restore_plan(files, "D1", STATE, FACTS, "node-1", require_journal, slurped)
+
+
+def test_a_restore_reads_its_snapshot_journal_and_open_mark_once():
+    found = restore(records_read())
+    assert found["problem"] == "" and found["snapshot"] == SNAPSHOT and found["journal"] == JOURNAL_RECORD
+    assert found["journal_path"] == JOURNAL and found["pip"] == "/opt/venvs/train/bin/pip3"
+    assert found["closes"] is True
+    assert found["desired"] == restore_desired(SNAPSHOT, JOURNAL_RECORD, FACTS, "node-1")
+    # The open mark names another deploy (or there is none): it stays.
+    assert restore(records_read(open_id="D0"))["closes"] is False
+    assert restore(records_read(open_id=None))["closes"] is False
+    assert restore(records_read(journal=None), require_journal=False)["journal"] is None
+
+
+def test_a_record_over_the_content_limit_is_taken_from_its_slurp():
+    slurped = [{"item": SNAP, "content": base64.b64encode(json.dumps(SNAPSHOT).encode()).decode()},
+               {"item": JOURNAL, "skipped": True}]
+    assert records(records_read(big=(SNAP,)), slurped)[SNAP] == json.dumps(SNAPSHOT)
+    assert restore(records_read(big=(SNAP,)), slurped=slurped)["snapshot"] == SNAPSHOT
+
+
+def test_a_missing_snapshot_or_journal_is_refused_whole():
+    assert restore(records_read(snapshot=None))["problem"] == (
+        "node-1 has no deploy snapshot /var/lib/topsrider/deploys/D1.json; nothing was changed. List the snapshots "
+        "with 'ls /var/lib/topsrider/deploys' on the node and name one with -e topsrider_snapshot=<id>.")
+    assert restore(records_read(journal=None))["problem"] == (
+        "snapshot D1 says its packages were journalled, but /var/lib/topsrider/snapshots/D1.json is missing, so the "
+        "package versions and holds before 2.5.140 cannot be put back; nothing was changed. Put the file back from a "
+        "backup and run again, or deploy the release you want instead (deploy.yml "
+        "-e topsrider_bundle_dir=<release 2.5.136> -e topsrider_allow_downgrade=true).")
+    unjournalled = dict(SNAPSHOT, packages_journalled=False)
+    assert restore(records_read(snapshot=unjournalled, journal=None))["problem"] == ""
+
+
+@pytest.mark.parametrize("snapshot, journal, says", [
+    ("{cut off", JOURNAL_RECORD, "/var/lib/topsrider/deploys/D1.json, deploy snapshot D1, is not JSON ("),
+    ("[1, 2]", JOURNAL_RECORD, "/var/lib/topsrider/deploys/D1.json, deploy snapshot D1, is not a JSON object"),
+    (SNAPSHOT, "", "/var/lib/topsrider/snapshots/D1.json, its package journal, is not JSON ("),
+])
+def test_an_unreadable_record_fails_naming_it(snapshot, journal, says):
+    with pytest.raises(ValueError) as found:
+        restore(records_read(snapshot=snapshot, journal=journal))
+    assert str(found.value).startswith(says) and str(found.value).endswith("; nothing was changed")

@@ -130,6 +130,11 @@ def test_the_lines_of_the_hosts_at_the_release_say_ok_and_changed_only_where_the
     assert current_lines(hostvars, [], "2.5.140", "tops_", "1000", "1001") == []
 
 
+FILTERS = ("{{ {'at_release': hostvars | gcu.topsrider.topsrider_deploy_at_release(ansible_play_hosts),"
+           " 'split': hostvars | gcu.topsrider.topsrider_deploy_split(ansible_play_hosts, true),"
+           " 'lines': hostvars | gcu.topsrider.topsrider_deploy_current_lines(['n2', 'n3'], '2.5.140', 'tops_', 10, 11)} }}")
+
+
 def test_the_filters_read_a_real_plays_hostvars(tmp_path):
     """deploy.yml hands them the play's hostvars (lazy, templated on access): the same answers as the
     plain mappings above, a variable that refers to another templated for its own host."""
@@ -145,11 +150,7 @@ def test_the_filters_read_a_real_plays_hostvars(tmp_path):
                                      "state": {"slurm": {"node": {}, "jobs": "{{ [1] if inventory_hostname == 'n3' else [] }}"}}}}},
         {"name": "n2's feature was set", "ansible.builtin.set_fact": {"deploy_current_slurm": {"changed": True}},
          "when": "inventory_hostname == 'n2'"},
-        {"name": "The filters", "ansible.builtin.debug": {"msg": "{{ {"
-            "'at_release': hostvars | gcu.topsrider.topsrider_deploy_at_release(ansible_play_hosts),"
-            "'split': hostvars | gcu.topsrider.topsrider_deploy_split(ansible_play_hosts, true),"
-            "'lines': hostvars | gcu.topsrider.topsrider_deploy_current_lines(['n2', 'n3'], '2.5.140', 'tops_', 10, 11)"
-            "} }}"}, "run_once": True},
+        {"name": "The filters", "ansible.builtin.debug": {"msg": FILTERS}, "run_once": True},
     ]}]
     (tmp_path / "inventory.json").write_text(json.dumps(inventory))
     (tmp_path / "play.yml").write_text(json.dumps(play))

@@ -82,7 +82,7 @@ def test_guarded_lets_other_errors_through(arg, errors):
     (truth, ["topsrider_deploy_at_release", "topsrider_deploy_current_lines", "topsrider_deploy_result",
              "topsrider_deploy_split", "topsrider_failure",
              "topsrider_left_drained", "topsrider_node_lost", "topsrider_preflight_problem",
-             "topsrider_restore_desired", "topsrider_run_id", "topsrider_snapshot_needs", "topsrider_snapshot_plan",
+             "topsrider_restore_desired", "topsrider_restore_plan", "topsrider_run_id", "topsrider_snapshot_needs", "topsrider_snapshot_plan",
              "topsrider_snapshot_record",
              "topsrider_value_problems"]),
     (vendor, ["topsrider_collectives", "topsrider_job_files", "topsrider_vendor"]),
