@@ -172,9 +172,12 @@ SNAPSHOT = {"id": "D1", "from_version": "2.5.136", "to_version": "2.5.140", "pac
 JOURNAL_RECORD = {"packages": {"tops-sdk": {"before": "2.5.136-1", "before_held": True}}}
 
 
-def records_read(snapshot=SNAPSHOT, journal=JOURNAL_RECORD, open_id="D1", big=()):
-    """topsrider_state's files for the three records (None: the file is not there); a path in big
-    exists but its content was not returned (over 64 KiB)."""
+def records_read(snapshot="default", journal="default", open_id="D1", big=()):
+    """topsrider_state's files for the three records (None: the file is not there; "default": the
+    records above); a path in big exists but its content was not returned (over 64 KiB)."""
+    snapshot = SNAPSHOT if snapshot == "default" else snapshot
+    journal = JOURNAL_RECORD if journal == "default" else journal
+
     def rec(path, value):
         if value is None:
             return {"exists": False, "content": None}
