@@ -80,7 +80,9 @@ sim-image-bullseye: docker
 sim-image-systemd: sim-image
 	@sim/image/build-systemd.sh >/dev/null
 
-bundles:
+# The manifests' version rules need PEP 440's packaging: the venv's Python (on
+# PATH first) must be whole before the build runs, so bundles waits for venv.
+bundles: venv
 	@sim/bundles/build.sh >/dev/null
 
 # The node image with 2.5.136 deployed by this checkout's deploy.yml

@@ -77,9 +77,11 @@ needs_of() {
 }
 # The set-up targets of other chains that a set-up target waits for (its
 # Makefile prerequisites that another chain makes): the pre-deployed node
-# image runs deploy.yml from the venv on the node image with the bundles.
+# image runs deploy.yml from the venv on the node image with the bundles; the
+# bundles' manifests are written by the venv's Python (it has packaging).
 setup_waits_for() {
   case $1 in
+    bundles) echo "venv" ;;
     sim-image-deployed) echo "venv collection-link sim-image bundles" ;;
     slurm-image-deployed) echo "venv collection-link slurm-image bundles" ;;
   esac
