@@ -39,9 +39,12 @@ help:
 
 # ---- set-up -----------------------------------------------------------------
 venv: $(VENV)/.stamp
+# --no-compile: pip would byte-compile every file it installs (the `ansible`
+# package's collections are most of them, and the controller imports few);
+# Python compiles what is imported, once, on first import.
 $(VENV)/.stamp: requirements/controller.txt requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet -r requirements/controller.txt -c requirements/constraints.txt
+	$(VENV)/bin/pip install --quiet --no-compile -r requirements/controller.txt -c requirements/constraints.txt
 	touch $@
 
 # ansible-core 2.21 (issue 30): its own venv on a Python 3.12 or newer (2.20
@@ -60,7 +63,7 @@ $(VENV_2_21)/.stamp: requirements/controller-2.21.txt requirements/constraints-2
 	@[ -n "$(PYTHON_2_21)" ] || { echo "no Python 3.12 or 3.13 for ansible-core 2.21 (looked in $(PYENV_ROOT)/versions and PATH): set PYTHON_2_21"; exit 1; }
 	rm -rf $(VENV_2_21)
 	$(PYTHON_2_21) -m venv $(VENV_2_21)
-	$(VENV_2_21)/bin/pip install --quiet -r requirements/controller-2.21.txt -c requirements/constraints-2.21.txt
+	$(VENV_2_21)/bin/pip install --quiet --no-compile -r requirements/controller-2.21.txt -c requirements/constraints-2.21.txt
 	touch $@
 
 docker:
@@ -229,7 +232,7 @@ IMPORTER_VENV := $(CURDIR)/.cache/importer-venv
 $(IMPORTER_VENV)/.stamp: requirements/importer.txt
 	rm -rf $(IMPORTER_VENV)
 	$(PYTHON) -m venv $(IMPORTER_VENV)
-	$(IMPORTER_VENV)/bin/pip install --quiet --no-deps -r requirements/importer.txt
+	$(IMPORTER_VENV)/bin/pip install --quiet --no-compile --no-deps -r requirements/importer.txt
 	touch $@
 .PHONY: importer
 importer: venv $(IMPORTER_VENV)/.stamp

@@ -28,11 +28,11 @@ core=$(grep -E '^ansible-core==' "$requirements")
 if [ ! -f "$venv/.stamp-$core" ]; then
   rm -rf "$venv"
   "$python" -m venv "$venv"
-  "$venv/bin/pip" install --quiet "$core"
+  "$venv/bin/pip" install --quiet --no-compile "$core"
   # The sanity tools at the versions ansible-test itself pins.
   reqs=$("$venv/bin/python" -c 'import ansible_test, os; print(os.path.join(os.path.dirname(ansible_test.__file__), "_data", "requirements"))')
   cat "$reqs"/sanity.*.txt | grep -v '^#' | LC_ALL=C sort -u >"$venv/sanity-requirements.txt"
-  "$venv/bin/pip" install --quiet -r "$venv/sanity-requirements.txt"
+  "$venv/bin/pip" install --quiet --no-compile -r "$venv/sanity-requirements.txt"
   touch "$venv/.stamp-$core"
 fi
 
