@@ -26,8 +26,6 @@ The result: the host's report line once the rollout proved it."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import json
-
 from ansible_collections.gcu.topsrider.plugins.module_utils._values import value_problems
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._truth import restore_desired
 
@@ -92,25 +90,23 @@ def file_sums(files, paths):
 
 
 def snapshot_plan(state, deploy_id, managed_files, open_path, manifest_sha256, package_plan, torch_gcu):
-    """The snapshot decision from the preflight's read (state: files, with
-    open_path among them, and system.local, the local facts), the check-mode
-    plan of deb_bundle (package_plan: the packages it would change) and the
-    training Python's torch_gcu as torch_gcu's preflight read it:
+    """The snapshot decision from the preflight's read (state: files, the
+    open-deploy mark at open_path among its records, and system.local, the
+    local facts), the check-mode plan of deb_bundle (package_plan: the
+    packages it would change) and the training Python's torch_gcu as
+    torch_gcu's preflight read it:
     {id, continues, open, new_release, needed, before: {files, torch_gcu}}."""
     files = state["files"]
-    found = files.get(open_path) or {}
-    opened = None
-    if found.get("exists"):
-        try:
-            opened = json.loads(found.get("content") or "")
-        except ValueError as e:
-            raise ValueError("%s, the record of a deploy that never finished here, is not JSON (%s); nothing was changed. "
-                             "Put it back from a backup, or remove it when the node's current state is what a rollback "
-                             "should return to" % (open_path, e))
-        if not isinstance(opened, dict) or not isinstance(opened.get("id"), str) or not opened["id"]:
-            raise ValueError("%s, the record of a deploy that never finished here, names no deploy id; nothing was "
-                             "changed. Put it back from a backup, or remove it when the node's current state is what a "
-                             "rollback should return to" % open_path)
+    mark = _record(state.get("records"), open_path)
+    if mark["problem"]:
+        raise ValueError("%s, the record of a deploy that never finished here, cannot be used (%s); nothing was changed. "
+                         "Put it back from a backup, or remove it when the node's current state is what a rollback "
+                         "should return to" % (open_path, mark["problem"]))
+    opened = mark["value"]
+    if mark["exists"] and (not isinstance(opened.get("id"), str) or not opened["id"]):
+        raise ValueError("%s, the record of a deploy that never finished here, names no deploy id; nothing was "
+                         "changed. Put it back from a backup, or remove it when the node's current state is what a "
+                         "rollback should return to" % open_path)
     facts = ((state.get("system") or {}).get("local") or {}).get("topsrider") or {}
     new_release = (facts.get("manifest_sha256") or "") != manifest_sha256
     return {

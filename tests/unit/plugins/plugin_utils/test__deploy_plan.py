@@ -3,6 +3,8 @@
 """plugins/plugin_utils/_deploy_plan.py: the preflight's refusals, each whole
 (tasks/rollout.yml refuses the host with this sentence, nothing changed)."""
 import json
+import os
+import tempfile
 
 import pytest
 
@@ -94,12 +96,18 @@ SHA = "a" * 64
 
 
 def read(open_record=None, facts_sha=None, env_sha="e1", ld_sha=None):
-    """A preflight read: the open-deploy record (a string: its content as found), the local facts, the two files."""
-    files = {OPEN: {"exists": open_record is not None, "content": open_record, "sha256": None},
-             ENV: {"exists": env_sha is not None, "sha256": env_sha, "content": "x"},
+    """A preflight read: the open-deploy mark (a string: its content as found, read as topsrider_state's
+    records read it), the local facts, the two files."""
+    with tempfile.TemporaryDirectory() as tmp:
+        mark = os.path.join(tmp, "open-deploy.json")
+        if open_record is not None:
+            with open(mark, "w") as f:
+                f.write(open_record)
+        records = {OPEN: record_state(mark)}
+    files = {ENV: {"exists": env_sha is not None, "sha256": env_sha, "content": "x"},
              LD: {"exists": ld_sha is not None, "sha256": ld_sha, "content": "y" if ld_sha else None}}
     local = {"topsrider": {"version": "2.5.136", "manifest_sha256": facts_sha, "snapshot": "D0"}} if facts_sha else {}
-    return {"files": files, "system": {"local": local}}
+    return {"files": files, "records": records, "system": {"local": local}}
 
 
 def plan(found, package_plan=(), torch_gcu="2.5.136"):
@@ -128,10 +136,11 @@ def test_an_open_deploy_is_continued_under_its_own_snapshot():
 
 
 @pytest.mark.parametrize("record, says", [
-    ("{not json", "is not JSON"),
-    ("", "is not JSON"),
-    ('["D0"]', "names no deploy id"),
+    ("{not json", "cannot be used ("),
+    ("", "cannot be used ("),
+    ('["D0"]', "is not a JSON object); nothing was changed"),
     ('{"id": ""}', "names no deploy id"),
+    ('{"run": "R0"}', "names no deploy id"),
 ])
 def test_an_unreadable_open_deploy_record_is_refused_naming_it(record, says):
     with pytest.raises(ValueError) as found:
