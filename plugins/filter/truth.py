@@ -28,8 +28,10 @@ class FilterModule(object):
             # snapshot | topsrider_restore_desired(journal, facts_file, node) -> topsrider_state's desired
             "topsrider_restore_desired": deferred("plugin_utils._truth.restore_desired"),
             "topsrider_snapshot_needs": deferred("plugin_utils._truth.snapshot_needs"),
-            # restore_read.state.files | topsrider_restore_plan(id, state_dir, facts_file, host[, journal, slurped])
+            # restore_read.state.records | topsrider_restore_plan(id, state_dir, facts_file, host[, journal])
             "topsrider_restore_plan": deferred("plugin_utils._deploy_plan.restore_plan"),
+            # open_read.state.records | topsrider_rollback_choice(state_dir, requested, facts, facts_file) -> {id, from, problem}
+            "topsrider_rollback_choice": deferred("plugin_utils._deploy_plan.rollback_choice"),
             # msg | topsrider_failure(action, name[, prefix]) -> one sentence
             "topsrider_failure": deferred("plugin_utils._truth.failure_text"),
             # topsrider_lock_taken | topsrider_node_lost(probe) -> whether the node stopped answering

@@ -32,6 +32,10 @@ _VERIFY_LINE = re.compile(r"^(missing  |[^ ]{9}) ([c ]) (/.*)$")
 # larger files are described by their sha256 only.
 MAX_CONTENT_BYTES = 64 * 1024
 
+# The collection's own JSON records on a node (a deploy snapshot, a package
+# journal, the open-deploy mark) are parsed whole up to this size.
+MAX_RECORD_BYTES = 16 * 1024 * 1024
+
 # Run in the training interpreter (python -c, Python 3.6+): versions from
 # package metadata, without importing torch or torch_gcu (fast, and works even
 # when an import would fail). The collection's one answer to "which Python,
@@ -302,6 +306,42 @@ def file_state(path, max_bytes=MAX_CONTENT_BYTES):
         except UnicodeDecodeError:
             info["content"] = None
     return info
+
+
+def record_state(path, max_bytes=MAX_RECORD_BYTES):
+    """One of the collection's JSON records on the node, read and parsed here:
+    exists, value (the JSON object; None when absent or unreadable) and
+    problem (None, or why it cannot be used: not a regular file, too large,
+    unreadable, not UTF-8, not JSON, not a JSON object), so a caller names the
+    file's fault instead of failing on it."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return {"exists": False, "value": None, "problem": None}
+    out = {"exists": True, "value": None, "problem": None}
+    if not stat.S_ISREG(st.st_mode):
+        out["problem"] = "%s is not a regular file" % path
+    elif st.st_size > max_bytes:
+        out["problem"] = "%s is %d bytes, more than a record may be (%d)" % (path, st.st_size, max_bytes)
+    if out["problem"]:
+        return out
+    try:
+        with open(path, "rb") as f:
+            value = json.loads(f.read(max_bytes + 1).decode("utf-8"))
+    except (IOError, OSError) as e:
+        out["problem"] = "%s cannot be read: %s" % (path, e)
+        return out
+    except UnicodeDecodeError as e:
+        out["problem"] = "%s is not UTF-8 text: %s" % (path, e)
+        return out
+    except ValueError as e:
+        out["problem"] = "%s is not JSON: %s" % (path, e)
+        return out
+    if not isinstance(value, dict):
+        out["problem"] = "%s is not a JSON object" % path
+        return out
+    out["value"] = value
+    return out
 
 
 def space_state(path):

@@ -25,7 +25,7 @@ from ansible_collections.gcu.topsrider.plugins.module_utils._node import (
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._slurm import NODE_NAME, slurm_state
 from ansible_collections.gcu.topsrider.plugins.module_utils._state import (
-    file_state, library_state, listed_paths, owned_files, package_files_state, packages_state, parse_dpkg_verify,
+    file_state, library_state, record_state, listed_paths, owned_files, package_files_state, packages_state, parse_dpkg_verify,
     SYSTEMD_UNIT_DIR, read_python, service_state, space_state, system_state,
 )
 from ansible_collections.gcu.topsrider.plugins.module_utils._vendors import VendorError, vendor_spec
@@ -156,9 +156,10 @@ def read_dpkg_lock():
 def param_problems(p):
     """What is wrong with the options (messages; [] when nothing is)."""
     out = []
-    bad = [f for f in p["files"] if not os.path.isabs(f)]
-    if bad:
-        out.append("files must be absolute paths, got: %s" % ", ".join(bad))
+    for option in ("files", "records"):
+        bad = [f for f in p[option] if not os.path.isabs(f)]
+        if bad:
+            out.append("%s must be absolute paths, got: %s" % (option, ", ".join(bad)))
     if p["library"] is not None and (not p["library"] or "/" in p["library"]):
         out.append("library is a file name such as libeccl.so, got %r" % p["library"])
     if p["slurm_node"] is not None and not NODE_NAME.match(p["slurm_node"]):
@@ -215,6 +216,7 @@ def read_state(module, p):
         "package_files": read_package_files(module, reads["package_files"], packages)
         if reads["package_files"] else None,
         "files": dict((f, file_state(f)) for f in reads["files"]),
+        "records": dict((r, record_state(r)) for r in p["records"]),
         "python": read_python(module, reads["python"]) if reads["python"] else None,
         "library": read_library(module, reads["library"], reads["library_package"]) if reads["library"] else None,
         "devices": read_devices(module, p["efsmi_path"]) if reads["devices"] else None,

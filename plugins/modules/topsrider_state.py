@@ -69,6 +69,16 @@ options:
     type: list
     elements: path
     default: []
+  records:
+    description:
+      - Absolute paths of the collection's own JSON records on the node (a deploy snapshot
+        C(deploys/<id>.json), its package journal C(snapshots/<id>.json), the open-deploy mark
+        C(open-deploy.json)), each read and parsed here, whole up to 16 MiB, into RV(state.records).
+      - A record that cannot be used is a named problem there, not a failure of the module.
+    type: list
+    elements: path
+    default: []
+    version_added: 0.4.0
   python:
     description:
       - Interpreter of the training environment whose Python, torch, torch_gcu and pip versions are read.
@@ -257,6 +267,15 @@ state:
       type: dict
       sample: {"/etc/ld.so.conf.d/topsrider.conf": {"exists": true, "type": "file", "mode": "0644", "owner": "root",
                "group": "root", "size": 120, "sha256": "9f2c...", "content": "/usr/local/tops/lib\n"}}
+    records:
+      description: >-
+        Per path of O(records), C(exists), C(value) (the parsed JSON object; null when the record is absent or
+        cannot be used) and C(problem) (null, or why it cannot be used: not a regular file, over 16 MiB,
+        unreadable, not UTF-8, not JSON, not a JSON object).
+      type: dict
+      sample: {"/var/lib/topsrider/open-deploy.json": {"exists": true, "problem": null,
+               "value": {"id": "20261125T140000Z", "to_version": "2.5.140"}}}
+      version_added: 0.4.0
     python:
       description: >-
         C(path) of the interpreter, C(python) (major.minor), C(executable), C(torch), C(torch_gcu) and C(pip)
@@ -358,6 +377,7 @@ def main():
         argument_spec=dict(
             packages=dict(type="list", elements="str", default=[]),
             files=dict(type="list", elements="path", default=[]),
+            records=dict(type="list", elements="path", default=[]),
             package_files=dict(type="list", elements="str", default=[]),
             job=dict(type="str"),
             job_env_file=dict(type="path"),

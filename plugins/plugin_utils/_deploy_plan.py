@@ -5,7 +5,8 @@
 what it says at the end (tasks/rollout.yml and deploy.yml, on the controller;
 filters topsrider_preflight_problem, topsrider_snapshot_plan and
 topsrider_deploy_result), and what a restore of a snapshot reads and must
-end in (tasks/restore.yml; filter topsrider_restore_plan).
+end in (tasks/restore_plan.yml; filter topsrider_restore_plan), and which
+snapshot a rollback restores (rollback.yml; filter topsrider_rollback_choice).
 
 The preflight: from the one read-only topsrider_state call (space, dpkg_lock,
 devices, system) and the release's manifest, the first check that fails, as
@@ -25,9 +26,7 @@ The result: the host's report line once the rollout proved it."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import base64
-import json
-
+from ansible_collections.gcu.topsrider.plugins.module_utils._values import value_problems
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._truth import restore_desired
 
 MIB = 1024 * 1024
@@ -91,25 +90,23 @@ def file_sums(files, paths):
 
 
 def snapshot_plan(state, deploy_id, managed_files, open_path, manifest_sha256, package_plan, torch_gcu):
-    """The snapshot decision from the preflight's read (state: files, with
-    open_path among them, and system.local, the local facts), the check-mode
-    plan of deb_bundle (package_plan: the packages it would change) and the
-    training Python's torch_gcu as torch_gcu's preflight read it:
+    """The snapshot decision from the preflight's read (state: files, the
+    open-deploy mark at open_path among its records, and system.local, the
+    local facts), the check-mode plan of deb_bundle (package_plan: the
+    packages it would change) and the training Python's torch_gcu as
+    torch_gcu's preflight read it:
     {id, continues, open, new_release, needed, before: {files, torch_gcu}}."""
     files = state["files"]
-    found = files.get(open_path) or {}
-    opened = None
-    if found.get("exists"):
-        try:
-            opened = json.loads(found.get("content") or "")
-        except ValueError as e:
-            raise ValueError("%s, the record of a deploy that never finished here, is not JSON (%s); nothing was changed. "
-                             "Put it back from a backup, or remove it when the node's current state is what a rollback "
-                             "should return to" % (open_path, e))
-        if not isinstance(opened, dict) or not isinstance(opened.get("id"), str) or not opened["id"]:
-            raise ValueError("%s, the record of a deploy that never finished here, names no deploy id; nothing was "
-                             "changed. Put it back from a backup, or remove it when the node's current state is what a "
-                             "rollback should return to" % open_path)
+    mark = _record(state.get("records"), open_path)
+    if mark["problem"]:
+        raise ValueError("%s, the record of a deploy that never finished here, cannot be used (%s); nothing was changed. "
+                         "Put it back from a backup, or remove it when the node's current state is what a rollback "
+                         "should return to" % (open_path, mark["problem"]))
+    opened = mark["value"]
+    if mark["exists"] and (not isinstance(opened.get("id"), str) or not opened["id"]):
+        raise ValueError("%s, the record of a deploy that never finished here, names no deploy id; nothing was "
+                         "changed. Put it back from a backup, or remove it when the node's current state is what a "
+                         "rollback should return to" % open_path)
     facts = ((state.get("system") or {}).get("local") or {}).get("topsrider") or {}
     new_release = (facts.get("manifest_sha256") or "") != manifest_sha256
     return {
@@ -133,48 +130,35 @@ def deploy_result(version, snapshot, files_now, managed_files, wheel_changed):
     return {"result": "ok", "version": version, "changed": changed, "detail": "%s %s" % (verb, version)}
 
 
-def records(files, slurped=None):
-    """{path: text or None} for a topsrider_state read's files: the content it
-    returned, else what a slurp of the same path read (a record over its 64 KiB
-    content limit or not UTF-8), None where the file does not exist. slurped:
-    the results of ansible.builtin.slurp over those paths, or None."""
-    found = dict((path, rec.get("content")) for path, rec in files.items() if (rec or {}).get("exists"))
-    for result in slurped or []:
-        if result.get("content") is not None and result.get("item") in found:
-            found[result["item"]] = base64.b64decode(result["content"]).decode("utf-8")
-    return dict((path, found.get(path)) for path in files)
+def _record(records, path):
+    """topsrider_state's reading of one record (state.records[path]); a path it was not asked for reads as absent."""
+    return (records or {}).get(path) or {"exists": False, "value": None, "problem": None}
 
 
-def _record(path, text, what):
-    try:
-        value = json.loads(text)
-    except ValueError as e:
-        raise ValueError("%s, %s, is not JSON (%s); nothing was changed" % (path, what, e))
-    if not isinstance(value, dict):
-        raise ValueError("%s, %s, is not a JSON object; nothing was changed" % (path, what))
-    return value
-
-
-def restore_plan(files, snapshot_id, state_dir, facts_file, host, require_journal=True, slurped=None):
+def restore_plan(records, snapshot_id, state_dir, facts_file, host, require_journal=True):
     """What a restore of deploy snapshot `snapshot_id` reads and must end in,
-    from one topsrider_state read of its three records (the snapshot, its
-    package journal, the open-deploy mark; `files`, with `slurped` for any
-    whose content it did not return): {problem: '' or the refusal, snapshot,
-    journal (None: none), journal_path, desired (topsrider_state's desired
-    state afterwards), pip (next to the training Python), closes (whether the
-    open-deploy mark names this snapshot: the restore undoes that deploy)}."""
-    texts = records(files, slurped)
+    from one topsrider_state read of its three records (`records`, its
+    state.records: the snapshot, its package journal, the open-deploy mark):
+    {problem: '' or the refusal, snapshot, journal (None: none), journal_path,
+    desired (topsrider_state's desired state afterwards), pip (next to the
+    training Python), closes (whether the open-deploy mark names this
+    snapshot: the restore undoes that deploy)}."""
     snapshot_path = "%s/deploys/%s.json" % (state_dir, snapshot_id)
     journal_path = "%s/snapshots/%s.json" % (state_dir, snapshot_id)
     open_path = "%s/open-deploy.json" % state_dir
     plan = {"problem": "", "snapshot": None, "journal": None, "journal_path": journal_path, "desired": None,
             "pip": None, "closes": False}
-    if texts.get(snapshot_path) is None:
+    snap, jour = _record(records, snapshot_path), _record(records, journal_path)
+    if not snap["exists"]:
         plan["problem"] = ("%s has no deploy snapshot %s; nothing was changed. List the snapshots with 'ls %s/deploys' "
                            "on the node and name one with -e topsrider_snapshot=<id>." % (host, snapshot_path, state_dir))
         return plan
-    snapshot = _record(snapshot_path, texts[snapshot_path], "deploy snapshot %s" % snapshot_id)
-    journal = _record(journal_path, texts[journal_path], "its package journal") if texts.get(journal_path) is not None else None
+    unusable = ["the %s cannot be used: %s" % (what, rec["problem"])
+                for what, rec in (("deploy snapshot %s" % snapshot_id, snap), ("package journal", jour)) if rec["problem"]]
+    if unusable:
+        plan["problem"] = "%s: %s; nothing was changed." % (host, "; ".join(unusable))
+        return plan
+    snapshot, journal = snap["value"], jour["value"]
     if journal is None and snapshot.get("packages_journalled") and require_journal:
         plan["problem"] = (
             "snapshot %s says its packages were journalled, but %s is missing, so the package versions and holds "
@@ -183,17 +167,42 @@ def restore_plan(files, snapshot_id, state_dir, facts_file, host, require_journa
             "-e topsrider_allow_downgrade=true)." % (snapshot_id, journal_path, snapshot.get("to_version") or "that deploy",
                                                      snapshot.get("from_version") or "?"))
         return plan
-    opened = texts.get(open_path)
+    opened = _record(records, open_path)["value"] or {}
     python = (snapshot.get("torch_gcu") or {}).get("python") or ""
     plan.update(snapshot=snapshot, journal=journal, desired=restore_desired(snapshot, journal, facts_file, host),
                 pip="%s/pip3" % python.rsplit("/", 1)[0] if "/" in python else "pip3",
-                closes=opened is not None and _open_id(opened) == snapshot_id)
+                closes=opened.get("id") == snapshot_id)
     return plan
 
 
-def _open_id(text):
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value.get("id") if isinstance(value, dict) else None
+def rollback_choice(records, state_dir, requested, facts, facts_file):
+    """Which deploy snapshot a rollback restores, from topsrider_state's read of
+    the open-deploy mark (`records`, its state.records) and the local facts
+    (`facts`, ansible_local's topsrider, or None): the operator's `requested`
+    id (topsrider_snapshot) when given, else the open deploy's (an unfinished
+    deploy is undone first: its snapshot is the last state that was whole),
+    else the one the local facts name. {id, from (what the node is rolled back
+    from, for the report), problem ('' or the refusal; nothing has changed)}."""
+    open_path = "%s/open-deploy.json" % state_dir
+    mark = _record(records, open_path)
+    facts = facts if isinstance(facts, dict) else {}
+    if mark["problem"]:
+        return {"id": "", "from": "", "problem": (
+            "%s, the record of a deploy that never finished here, cannot be used (%s); nothing was changed. Put it "
+            "back from a backup, or remove it when the node is in the state a rollback should return to"
+            % (open_path, mark["problem"]))}
+    opened = mark["value"] or {}
+    chosen = requested or opened.get("id") or facts.get("snapshot") or ""
+    undoes_open = bool(opened) and chosen == opened.get("id")
+    choice = {"id": chosen, "problem": "",
+              "from": ("the unfinished deploy of %s" % (opened.get("to_version") or "?")) if undoes_open
+              else facts.get("version") or "?"}
+    if not chosen:
+        choice["problem"] = ("no deploy is recorded in %s, so there is no snapshot to roll back to; nothing was changed. "
+                             "Name one with -e topsrider_snapshot=<id> (ls %s/deploys)." % (facts_file, state_dir))
+    else:
+        problems = value_problems({"topsrider_snapshot": chosen}, "name")
+        if problems:
+            choice["problem"] = "%s; nothing was changed. Name one with -e topsrider_snapshot=<id> (ls %s/deploys)." % (
+                "; ".join(problems), state_dir)
+    return choice

@@ -5,8 +5,9 @@ tmp) on real keys made here, as rollback.yml chains them: the list checked on
 the controller (gcu.topsrider.topsrider_release_trust, with a record of its own
 that never saw the node's newer list), then on the node
 (tasks/node_revocations.yml: no older than the newest list the node accepted),
-then the target release against the list (tasks/rollback_target.yml, with
-topsrider_rollback_allow_revoked as the override). A refusal stops before the
+then the target release against the list (tasks/restore_plan.yml reads the
+snapshot; tasks/rollback_target.yml, with topsrider_rollback_allow_revoked as
+the override). A refusal stops before the
 restore (the last task here stands for it) and leaves the node's record as it
 was. molecule/signing runs the whole playbook on nodes."""
 import json
@@ -32,6 +33,7 @@ PLAY = [
     {"name": "On the node", "ansible.builtin.import_tasks": os.path.join(TASKS, "node_revocations.yml"),
      "vars": {"node_revocations_trust": "{{ rollback_trust }}",
               "node_revocations_name": "{{ topsrider_revocations | default('') }}"}},
+    {"name": "The plan", "ansible.builtin.include_tasks": os.path.join(TASKS, "restore_plan.yml")},
     {"name": "The target", "ansible.builtin.import_tasks": os.path.join(TASKS, "rollback_target.yml")},
     {"name": "Stands for the restore", "ansible.builtin.debug": {
         "msg": "RESTORE REACHED, revoked: {{ rollback_revoked | map(attribute='actual') | join(',') }}"}},
@@ -52,7 +54,8 @@ def make_node(tmp_path, keys):
     with open(two, "rb") as f:
         raw = f.read()
     sig.write_seen(str(state / "revocations-seen.json"), sig.seen_record(json.loads(raw.decode()), raw))
-    return {"vars": {"deploy_state_dir": str(state), "rollback_snapshot": "S",
+    return {"vars": {"deploy_state_dir": str(state), "restore_snapshot_id": "S",
+                     "node_facts_file": str(state / "topsrider.fact"),
                      "topsrider_keyring": keys["ops"].export(str(ctl / "trusted.gpg")),
                      "topsrider_revocations_seen": str(ctl / "fresh-home-seen.json")},
             "one": one, "two": two, "record": str(state / "revocations-seen.json")}

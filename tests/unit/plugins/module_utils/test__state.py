@@ -230,6 +230,36 @@ def test_file_state_symlink_is_not_followed(tmp_path):
     assert got["type"] == "link" and got["sha256"] is None
 
 
+def test_record_state_parses_a_record_whole(tmp_path):
+    rec = tmp_path / "open-deploy.json"
+    value = {"id": "20261128T120000Z", "to_version": "2.5.140", "padding": "x" * (200 * 1024)}
+    rec.write_text(json.dumps(value))
+    assert _state.record_state(str(rec)) == {"exists": True, "value": value, "problem": None}
+    assert _state.record_state(str(tmp_path / "missing.json")) == {"exists": False, "value": None, "problem": None}
+
+
+@pytest.mark.parametrize("content, fault", [
+    (b"{cut off", "is not JSON: "),
+    (b"[1, 2]", "is not a JSON object"),
+    (b"\xff\xfe", "is not UTF-8 text: "),
+    (b"", "is not JSON: "),
+    (b"x" * 101, "is 101 bytes, more than a record may be (100)"),
+])
+def test_record_state_names_a_record_it_cannot_use(tmp_path, content, fault):
+    rec = tmp_path / "deploys.json"
+    rec.write_bytes(content)
+    got = _state.record_state(str(rec), max_bytes=100)
+    assert got["exists"] and got["value"] is None
+    assert got["problem"].startswith("%s %s" % (rec, fault)), got["problem"]
+
+
+def test_record_state_does_not_follow_a_link_or_read_a_directory(tmp_path):
+    (tmp_path / "target.json").write_text(u"{}")
+    os.symlink(str(tmp_path / "target.json"), str(tmp_path / "link.json"))
+    assert _state.record_state(str(tmp_path / "link.json"))["problem"] == "%s is not a regular file" % (tmp_path / "link.json")
+    assert _state.record_state(str(tmp_path))["problem"] == "%s is not a regular file" % tmp_path
+
+
 def test_space_state_reads_the_nearest_existing_parent(tmp_path):
     missing = str(tmp_path / "cache" / "topsrider")
     st = os.statvfs(str(tmp_path))

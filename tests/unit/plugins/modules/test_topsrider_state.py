@@ -97,7 +97,20 @@ def test_nothing_asked_runs_nothing(run):
     assert calls == [] and result["state"] == {"packages": {}, "package_files": None, "files": {}, "python": None,
                                                "library": None, "job": None, "devices": None, "dpkg_lock": None, "space": None,
                                                "system": None, "holders": None, "slurm": None,
-                                               "services": None}
+                                               "services": None, "records": {}}
+
+
+def test_records_are_parsed_on_the_node_and_a_bad_one_is_data(run, tmp_path):
+    (tmp_path / "open-deploy.json").write_text(u'{"id": "D1", "to_version": "2.5.140"}')
+    (tmp_path / "D1.json").write_text(u'{"cut off')
+    paths = [str(tmp_path / n) for n in ("open-deploy.json", "D1.json", "gone.json")]
+    result, calls = run({"records": paths}, {})
+    assert calls == [] and result["changed"] is False
+    assert result["state"]["records"][paths[0]] == {"exists": True, "problem": None,
+                                                    "value": {"id": "D1", "to_version": "2.5.140"}}
+    assert result["state"]["records"][paths[1]]["value"] is None
+    assert result["state"]["records"][paths[1]]["problem"].startswith(paths[1] + " is not JSON: ")
+    assert result["state"]["records"][paths[2]] == {"exists": False, "value": None, "problem": None}
 
 
 def test_system_part_reads_the_os_and_the_local_facts_without_a_command(run, tmp_path):
@@ -137,7 +150,8 @@ def test_dpkg_query_failure_fails_with_the_command(run):
 
 
 @pytest.mark.parametrize("args,msg", [
-    ({"files": ["relative/path"]}, "absolute"),
+    ({"files": ["relative/path"]}, "files must be absolute paths, got: relative/path"),
+    ({"records": ["open-deploy.json"]}, "records must be absolute paths, got: open-deploy.json"),
     ({"library": "/usr/lib/libeccl.so"}, "file name"),
     ({"library_package": "tops-eccl"}, "library"),
     ({"job": "ascend"}, "unknown vendor 'ascend'"),

@@ -2,15 +2,17 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """plugins/plugin_utils/_deploy_plan.py: the preflight's refusals, each whole
 (tasks/rollout.yml refuses the host with this sentence, nothing changed)."""
-import base64
 import json
+import os
+import tempfile
 
 import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gcu.topsrider.plugins.filter import truth
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._deploy_plan import (
-    deploy_result, preflight_problem, records, restore_plan, room_needed, snapshot_plan)
+    deploy_result, preflight_problem, restore_plan, rollback_choice, room_needed, snapshot_plan)
+from ansible_collections.gcu.topsrider.plugins.module_utils._state import record_state
 from ansible_collections.gcu.topsrider.plugins.plugin_utils._truth import restore_desired
 
 MIB = 1024 * 1024
@@ -94,12 +96,18 @@ SHA = "a" * 64
 
 
 def read(open_record=None, facts_sha=None, env_sha="e1", ld_sha=None):
-    """A preflight read: the open-deploy record (a string: its content as found), the local facts, the two files."""
-    files = {OPEN: {"exists": open_record is not None, "content": open_record, "sha256": None},
-             ENV: {"exists": env_sha is not None, "sha256": env_sha, "content": "x"},
+    """A preflight read: the open-deploy mark (a string: its content as found, read as topsrider_state's
+    records read it), the local facts, the two files."""
+    with tempfile.TemporaryDirectory() as tmp:
+        mark = os.path.join(tmp, "open-deploy.json")
+        if open_record is not None:
+            with open(mark, "w") as f:
+                f.write(open_record)
+        records = {OPEN: record_state(mark)}
+    files = {ENV: {"exists": env_sha is not None, "sha256": env_sha, "content": "x"},
              LD: {"exists": ld_sha is not None, "sha256": ld_sha, "content": "y" if ld_sha else None}}
     local = {"topsrider": {"version": "2.5.136", "manifest_sha256": facts_sha, "snapshot": "D0"}} if facts_sha else {}
-    return {"files": files, "system": {"local": local}}
+    return {"files": files, "records": records, "system": {"local": local}}
 
 
 def plan(found, package_plan=(), torch_gcu="2.5.136"):
@@ -128,10 +136,11 @@ def test_an_open_deploy_is_continued_under_its_own_snapshot():
 
 
 @pytest.mark.parametrize("record, says", [
-    ("{not json", "is not JSON"),
-    ("", "is not JSON"),
-    ('["D0"]', "names no deploy id"),
+    ("{not json", "cannot be used ("),
+    ("", "cannot be used ("),
+    ('["D0"]', "is not a JSON object); nothing was changed"),
     ('{"id": ""}', "names no deploy id"),
+    ('{"run": "R0"}', "names no deploy id"),
 ])
 def test_an_unreadable_open_deploy_record_is_refused_naming_it(record, says):
     with pytest.raises(ValueError) as found:
@@ -172,63 +181,112 @@ SNAPSHOT = {"id": "D1", "from_version": "2.5.136", "to_version": "2.5.140", "pac
 JOURNAL_RECORD = {"packages": {"tops-sdk": {"before": "2.5.136-1", "before_held": True}}}
 
 
-def records_read(snapshot="default", journal="default", open_id="D1", big=()):
-    """topsrider_state's files for the three records (None: the file is not there; "default": the
-    records above); a path in big exists but its content was not returned (over 64 KiB)."""
-    snapshot = SNAPSHOT if snapshot == "default" else snapshot
-    journal = JOURNAL_RECORD if journal == "default" else journal
+@pytest.fixture
+def records_read(tmp_path):
+    """The three records written under a state directory and read as topsrider_state reads them
+    (module_utils/_state.py's record_state): None, the file is not there; "default", the records
+    above; a str or bytes, the file's content; else the JSON of it."""
+    state_dir = tmp_path / "state"
+    (state_dir / "deploys").mkdir(parents=True)
+    (state_dir / "snapshots").mkdir()
 
-    def rec(path, value):
-        if value is None:
-            return {"exists": False, "content": None}
-        text = value if isinstance(value, str) else json.dumps(value)
-        return {"exists": True, "content": None if path in big else text}
-    return {SNAP: rec(SNAP, snapshot), JOURNAL: rec(JOURNAL, journal),
-            OPEN_MARK: rec(OPEN_MARK, {"id": open_id} if open_id else None)}
+    def read(snapshot="default", journal="default", open_id="D1", open_mark=None):
+        paths = {"snapshot": state_dir / "deploys" / "D1.json", "journal": state_dir / "snapshots" / "D1.json",
+                 "open": state_dir / "open-deploy.json"}
+        values = {"snapshot": SNAPSHOT if snapshot == "default" else snapshot,
+                  "journal": JOURNAL_RECORD if journal == "default" else journal,
+                  "open": open_mark if open_mark is not None else {"id": open_id} if open_id else None}
+        for name, path in paths.items():
+            if path.exists():
+                path.unlink()
+            if isinstance(values[name], bytes):
+                path.write_bytes(values[name])
+            elif values[name] is not None:
+                path.write_text(values[name] if isinstance(values[name], str) else json.dumps(values[name]))
+        return dict((str(path), record_state(str(path))) for path in paths.values())
+    read.state_dir = str(state_dir)
+    return read
 
 
-def restore(files, require_journal=True, slurped=None):
-    return restore_plan(files, "D1", STATE, FACTS, "node-1", require_journal, slurped)
+def restore(records_read, found, require_journal=True):
+    return restore_plan(found, "D1", records_read.state_dir, FACTS, "node-1", require_journal)
 
 
-def test_a_restore_reads_its_snapshot_journal_and_open_mark_once():
-    found = restore(records_read())
+def test_a_restore_reads_its_snapshot_journal_and_open_mark_once(records_read):
+    found = restore(records_read, records_read())
     assert found["problem"] == "" and found["snapshot"] == SNAPSHOT and found["journal"] == JOURNAL_RECORD
-    assert found["journal_path"] == JOURNAL and found["pip"] == "/opt/venvs/train/bin/pip3"
-    assert found["closes"] is True
+    assert found["journal_path"] == records_read.state_dir + "/snapshots/D1.json"
+    assert found["pip"] == "/opt/venvs/train/bin/pip3" and found["closes"] is True
     assert found["desired"] == restore_desired(SNAPSHOT, JOURNAL_RECORD, FACTS, "node-1")
     # The open mark names another deploy (or there is none): it stays.
-    assert restore(records_read(open_id="D0"))["closes"] is False
-    assert restore(records_read(open_id=None))["closes"] is False
-    assert restore(records_read(journal=None), require_journal=False)["journal"] is None
+    assert restore(records_read, records_read(open_id="D0"))["closes"] is False
+    assert restore(records_read, records_read(open_id=None))["closes"] is False
+    assert restore(records_read, records_read(journal=None), require_journal=False)["journal"] is None
 
 
-def test_a_record_over_the_content_limit_is_taken_from_its_slurp():
-    slurped = [{"item": SNAP, "content": base64.b64encode(json.dumps(SNAPSHOT).encode()).decode()},
-               {"item": JOURNAL, "skipped": True}]
-    assert records(records_read(big=(SNAP,)), slurped)[SNAP] == json.dumps(SNAPSHOT)
-    assert restore(records_read(big=(SNAP,)), slurped=slurped)["snapshot"] == SNAPSHOT
+def test_a_record_over_the_old_64_kib_content_limit_is_read_whole(records_read):
+    big = dict(SNAPSHOT, padding="x" * (200 * 1024))
+    assert restore(records_read, records_read(snapshot=big))["snapshot"] == big
 
 
-def test_a_missing_snapshot_or_journal_is_refused_whole():
-    assert restore(records_read(snapshot=None))["problem"] == (
-        "node-1 has no deploy snapshot /var/lib/topsrider/deploys/D1.json; nothing was changed. List the snapshots "
-        "with 'ls /var/lib/topsrider/deploys' on the node and name one with -e topsrider_snapshot=<id>.")
-    assert restore(records_read(journal=None))["problem"] == (
-        "snapshot D1 says its packages were journalled, but /var/lib/topsrider/snapshots/D1.json is missing, so the "
+def test_a_missing_snapshot_or_journal_is_refused_whole(records_read):
+    state_dir = records_read.state_dir
+    assert restore(records_read, records_read(snapshot=None))["problem"] == (
+        "node-1 has no deploy snapshot %s/deploys/D1.json; nothing was changed. List the snapshots "
+        "with 'ls %s/deploys' on the node and name one with -e topsrider_snapshot=<id>." % (state_dir, state_dir))
+    assert restore(records_read, records_read(journal=None))["problem"] == (
+        "snapshot D1 says its packages were journalled, but %s/snapshots/D1.json is missing, so the "
         "package versions and holds before 2.5.140 cannot be put back; nothing was changed. Put the file back from a "
         "backup and run again, or deploy the release you want instead (deploy.yml "
-        "-e topsrider_bundle_dir=<release 2.5.136> -e topsrider_allow_downgrade=true).")
+        "-e topsrider_bundle_dir=<release 2.5.136> -e topsrider_allow_downgrade=true)." % state_dir)
     unjournalled = dict(SNAPSHOT, packages_journalled=False)
-    assert restore(records_read(snapshot=unjournalled, journal=None))["problem"] == ""
+    assert restore(records_read, records_read(snapshot=unjournalled, journal=None))["problem"] == ""
 
 
 @pytest.mark.parametrize("snapshot, journal, says", [
-    ("{cut off", JOURNAL_RECORD, "/var/lib/topsrider/deploys/D1.json, deploy snapshot D1, is not JSON ("),
-    ("[1, 2]", JOURNAL_RECORD, "/var/lib/topsrider/deploys/D1.json, deploy snapshot D1, is not a JSON object"),
-    (SNAPSHOT, "", "/var/lib/topsrider/snapshots/D1.json, its package journal, is not JSON ("),
+    ("{cut off", JOURNAL_RECORD, "the deploy snapshot D1 cannot be used: {dir}/deploys/D1.json is not JSON: "),
+    ("[1, 2]", JOURNAL_RECORD, "the deploy snapshot D1 cannot be used: {dir}/deploys/D1.json is not a JSON object;"),
+    (SNAPSHOT, "", "the package journal cannot be used: {dir}/snapshots/D1.json is not JSON: "),
+    (SNAPSHOT, b"{\xff}", "the package journal cannot be used: {dir}/snapshots/D1.json is not UTF-8 text: "),
 ])
-def test_an_unreadable_record_fails_naming_it(snapshot, journal, says):
-    with pytest.raises(ValueError) as found:
-        restore(records_read(snapshot=snapshot, journal=journal))
-    assert str(found.value).startswith(says) and str(found.value).endswith("; nothing was changed")
+def test_an_unusable_record_is_refused_naming_it_and_its_fault(records_read, snapshot, journal, says):
+    found = restore(records_read, records_read(snapshot=snapshot, journal=journal))
+    assert found["problem"].startswith("node-1: " + says.format(dir=records_read.state_dir)), found["problem"]
+    assert found["problem"].endswith("; nothing was changed.") and found["snapshot"] is None
+
+
+FACTS_RECORDED = {"version": "2.5.136", "snapshot": "D0"}
+
+
+def choose(records_read, requested="", facts="recorded", **mark):
+    facts = dict(FACTS_RECORDED) if facts == "recorded" else facts
+    return rollback_choice(records_read(**mark), records_read.state_dir, requested, facts, FACTS)
+
+
+def test_a_rollback_undoes_an_open_deploy_first_else_goes_to_the_facts_snapshot(records_read):
+    opened = {"id": "D1", "to_version": "2.5.140"}
+    assert choose(records_read, open_id=None) == {"id": "D0", "from": "2.5.136", "problem": ""}
+    assert choose(records_read, open_mark=opened) == {"id": "D1", "from": "the unfinished deploy of 2.5.140",
+                                                      "problem": ""}
+    # The operator's snapshot wins; it undoes the open deploy only when it is that deploy's.
+    assert choose(records_read, "D7", open_mark=opened) == {"id": "D7", "from": "2.5.136", "problem": ""}
+    assert choose(records_read, "D1", open_mark=opened)["from"] == "the unfinished deploy of 2.5.140"
+    assert choose(records_read, "D7", facts=None, open_id=None) == {"id": "D7", "from": "?", "problem": ""}
+
+
+def test_a_rollback_without_a_snapshot_or_with_a_hostile_id_is_refused(records_read):
+    state_dir = records_read.state_dir
+    assert choose(records_read, facts=None, open_id=None)["problem"] == (
+        "no deploy is recorded in %s, so there is no snapshot to roll back to; nothing was changed. Name one with "
+        "-e topsrider_snapshot=<id> (ls %s/deploys)." % (FACTS, state_dir))
+    found = choose(records_read, "../../etc/x", open_id=None)
+    assert found["problem"].startswith('topsrider_snapshot "../../etc/x" ') and "nothing was changed" in found["problem"]
+
+
+@pytest.mark.parametrize("text, fault", [("{cut off", "is not JSON: "), ("[]", "is not a JSON object")])
+def test_an_open_deploy_mark_that_cannot_be_used_refuses_the_rollback(records_read, text, fault):
+    found = choose(records_read, open_mark=text)
+    mark = records_read.state_dir + "/open-deploy.json"
+    assert found["id"] == "" and found["problem"].startswith(
+        "%s, the record of a deploy that never finished here, cannot be used (%s %s" % (mark, mark, fault))
+    assert found["problem"].endswith("remove it when the node is in the state a rollback should return to")
