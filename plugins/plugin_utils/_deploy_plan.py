@@ -99,14 +99,10 @@ def snapshot_plan(state, deploy_id, managed_files, open_path, manifest_sha256, p
     files = state["files"]
     mark = _record(state.get("records"), open_path)
     if mark["problem"]:
-        raise ValueError("%s, the record of a deploy that never finished here, cannot be used (%s); nothing was changed. "
-                         "Put it back from a backup, or remove it when the node's current state is what a rollback "
-                         "should return to" % (open_path, mark["problem"]))
+        raise ValueError(_open_mark_refusal(open_path, "cannot be used (%s)" % mark["problem"]))
     opened = mark["value"]
     if mark["exists"] and (not isinstance(opened.get("id"), str) or not opened["id"]):
-        raise ValueError("%s, the record of a deploy that never finished here, names no deploy id; nothing was "
-                         "changed. Put it back from a backup, or remove it when the node's current state is what a "
-                         "rollback should return to" % open_path)
+        raise ValueError(_open_mark_refusal(open_path, "names no deploy id"))
     facts = ((state.get("system") or {}).get("local") or {}).get("topsrider") or {}
     new_release = (facts.get("manifest_sha256") or "") != manifest_sha256
     return {
@@ -128,6 +124,12 @@ def deploy_result(version, snapshot, files_now, managed_files, wheel_changed):
     changed = bool(snapshot["needed"] or now != snapshot["before"]["files"] or wheel_changed)
     verb = "deployed" if snapshot["new_release"] else "repaired at" if changed else "already at"
     return {"result": "ok", "version": version, "changed": changed, "detail": "%s %s" % (verb, version)}
+
+
+def _open_mark_refusal(open_path, fault):
+    """The refusal of a deploy or a rollback over an open-deploy mark that cannot be used."""
+    return ("%s, the record of a deploy that never finished here, %s; nothing was changed. Put it back from a "
+            "backup, or remove it when the node is in the state a rollback should return to" % (open_path, fault))
 
 
 def _record(records, path):
@@ -187,10 +189,7 @@ def rollback_choice(records, state_dir, requested, facts, facts_file):
     mark = _record(records, open_path)
     facts = facts if isinstance(facts, dict) else {}
     if mark["problem"]:
-        return {"id": "", "from": "", "problem": (
-            "%s, the record of a deploy that never finished here, cannot be used (%s); nothing was changed. Put it "
-            "back from a backup, or remove it when the node is in the state a rollback should return to"
-            % (open_path, mark["problem"]))}
+        return {"id": "", "from": "", "problem": _open_mark_refusal(open_path, "cannot be used (%s)" % mark["problem"])}
     opened = mark["value"] or {}
     chosen = requested or opened.get("id") or facts.get("snapshot") or ""
     undoes_open = bool(opened) and chosen == opened.get("id")
