@@ -69,6 +69,15 @@ def drained(node):
     return state if state[0].startswith("drain") else None
 
 
+def no_jobs_left(limit=60):
+    """Cancel every job still queued or running, and wait until Slurm has none: what a test
+    that failed half-way leaves behind (a requeued job that takes both nodes once they are
+    healthy) must not meet the next test. After a test that passed this cancels nothing."""
+    if sh(CTL, "squeue -h -o %i").strip():
+        sh(CTL, "scancel --full --user=root")
+        wait_for("no job left in the queue", lambda: not sh(CTL, "squeue -h -o %i").strip(), limit, step=2)
+
+
 def job_if(job_id, check):
     info = job(job_id)
     return info if check(info) else None

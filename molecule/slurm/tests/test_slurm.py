@@ -27,7 +27,8 @@ sys.path.insert(0, os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "molec
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from launch_helpers import dexec  # noqa: E402 pylint: disable=wrong-import-position,import-error
 from slurm_helpers import (  # noqa: E402 pylint: disable=wrong-import-position,import-error
-    CTL, EPHEMERAL, N1, N2, N3, SBATCH, drained, job, job_if, job_outputs, node_state, ranks, sh, submit, wait_for)
+    CTL, EPHEMERAL, N1, N2, N3, SBATCH, drained, job, job_if, job_outputs, no_jobs_left, node_state, ranks, sh, submit,
+    wait_for)
 
 testinfra_hosts = ["slurm-node1"]
 KEPT_OUT = "molecule: kept out of test_slurm.py"
@@ -45,6 +46,13 @@ def node3_kept_out():
     sh(CTL, "scontrol update nodename=%s state=drain reason='%s'" % (N3, KEPT_OUT))
     yield
     sh(CTL, "scontrol update nodename=%s state=resume" % N3)
+
+
+@pytest.fixture(autouse=True)
+def jobs_cleared():
+    """Each test starts with an empty queue, whatever the test before it left."""
+    yield
+    no_jobs_left()
 
 
 def test_cluster_is_up_with_the_roles_lines():
@@ -144,8 +152,11 @@ def test_bad_card_drains_the_node_and_the_job_is_requeued_not_lost():
         assert len(results) == 8 and len({r["loss"] for r in results}) == 1, text
 
         # the health check runs on the drained node and does not resume it while the card is bad
+        # ("draining" while the requeued job's allocation is still being released, then "drained":
+        # seen under CI's load; either way the node takes no new job and keeps the gate's reason)
         time.sleep(6)
-        assert node_state(N1) == (state, reason)
+        now = node_state(N1)
+        assert now[0] in ("draining", "drained") and now[1] == reason, now
     finally:
         simctl(N1, "card", "3", "health=true")
     wait_for("slurm-node1 resumed by the health check", lambda: node_state(N1)[0] in ("idle", "allocated", "mixed"), 40)
