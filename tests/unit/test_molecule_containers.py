@@ -35,6 +35,22 @@ def platforms():
     return found
 
 
+@pytest.mark.parametrize("step", ["create", "destroy"])
+def test_a_scenarios_own_create_or_destroy_is_named_in_its_molecule_yml(step):
+    """The shared config names the shared create and destroy for every scenario, so molecule no
+    longer finds a scenario's own destroy.yml by its name: one that is not named in its
+    molecule.yml would never run (metrics' destroy stops the Prometheus its prepare started)."""
+    with open(os.path.join(TOP, ".config", "molecule", "config.yml")) as f:
+        assert yaml.safe_load(f)["provisioner"]["playbooks"][step] == "../_shared/%s.yml" % step
+    for path in sorted(glob.glob(os.path.join(TOP, "molecule", "*", step + ".yml"))):
+        scenario = os.path.dirname(path)
+        if os.path.basename(scenario) == "_shared":
+            continue
+        with open(os.path.join(scenario, "molecule.yml")) as f:
+            named = ((yaml.safe_load(f).get("provisioner") or {}).get("playbooks") or {}).get(step)
+        assert named == step + ".yml", "%s is never run: its molecule.yml does not name it" % os.path.relpath(path, TOP)
+
+
 def test_a_node_platform_is_run_as_molecule_would_make_it():
     platform = {"name": "topsrider-default-node1", "image": "topsrider-sim/node:latest", "pre_build_image": True,
                 "pull": False, "network_mode": "host", "override_command": False,
