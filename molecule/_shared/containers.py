@@ -6,8 +6,8 @@ containers made with one `docker run` each and removed with one `docker rm`.
 
 Molecule's own docker playbooks do the same with about ten tasks and an async
 job per container (registry log-in, Dockerfile checks, image discovery), which
-cost a scenario about 9 CPU-seconds to create and 6 to destroy on the 2-core
-machine, three times per scenario; this costs one task each.
+cost about 9 CPU-seconds to create and 6 to destroy on the 2-core machine
+(each scenario destroys, creates, and destroys again); this is one task each.
 
     python3 containers.py create PLATFORMS_JSON LABELS_JSON
     python3 containers.py destroy PLATFORMS_JSON
