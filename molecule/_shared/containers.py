@@ -9,11 +9,9 @@ job per container (registry log-in, Dockerfile checks, image discovery), which
 cost about 9 CPU-seconds to create and 6 to destroy on the 2-core machine
 (each scenario destroys, creates, and destroys again); this is one task each.
 
-    python3 containers.py create PLATFORMS_JSON LABELS_JSON
-    python3 containers.py destroy PLATFORMS_JSON
+    python3 containers.py create|destroy PLATFORMS_JSON
 
-PLATFORMS_JSON: molecule.yml's platforms (molecule_yml.platforms); LABELS_JSON:
-the labels molecule gives its containers (owner: molecule). A platform key
+PLATFORMS_JSON: molecule.yml's platforms (molecule_yml.platforms). A platform key
 this script does not know is refused before anything is made: a new key in a
 molecule.yml must be added here, not dropped silently. Prints one line per
 container ("created NAME", "started NAME", "running NAME", "removed NAME",
@@ -25,36 +23,33 @@ import sys
 # What molecule's docker create does when a platform sets override_command
 # (or leaves it out): a command that keeps the container up.
 KEEP_UP = ["bash", "-c", "while true; do sleep 10000; done"]
-IGNORED = {"name", "groups", "pre_build_image", "pull", "override_command", "image", "command"}
+# The label molecule's docker create gives its containers.
+LABELS = {"owner": "molecule"}
+# Platform keys that are not docker run flags (or are handled in run_argv).
+NOT_FLAGS = {"name", "groups", "pre_build_image", "pull", "override_command", "image", "command"}
+# key -> its flag: a value (SCALARS), each item of a list (LISTS), each NAME: VALUE of a mapping (MAPPINGS).
+SCALARS = {"network_mode": "--network", "shm_size": "--shm-size", "stop_signal": "--stop-signal",
+           "cgroupns_mode": "--cgroupns", "hostname": "--hostname"}
+LISTS = {"tmpfs": "--tmpfs", "volumes": "--volume", "capabilities": "--cap-add", "security_opts": "--security-opt"}
+MAPPINGS = {"etc_hosts": ("--add-host", ":"), "env": ("--env", "=")}
 
 
-def _flags(key, value):
-    if key == "network_mode":
-        return ["--network", value]
-    if key == "shm_size":
-        return ["--shm-size", value]
-    if key == "stop_signal":
-        return ["--stop-signal", value]
-    if key == "cgroupns_mode":
-        return ["--cgroupns", value]
+def _flags(name, key, value):
+    if key in SCALARS:
+        return [SCALARS[key], value]
+    if key in LISTS:
+        return [part for item in value for part in (LISTS[key], item)]
+    if key in MAPPINGS:
+        flag, sep = MAPPINGS[key]
+        return [part for k in sorted(value) for part in (flag, "%s%s%s" % (k, sep, value[k]))]
     if key == "privileged":
         return ["--privileged"] if value else []
-    if key == "hostname":
-        return ["--hostname", value]
-    if key in ("tmpfs", "volumes", "capabilities", "security_opts"):
-        flag = {"tmpfs": "--tmpfs", "volumes": "--volume", "capabilities": "--cap-add",
-                "security_opts": "--security-opt"}[key]
-        return [part for item in value for part in (flag, item)]
-    if key == "etc_hosts":
-        return [part for name in sorted(value) for part in ("--add-host", "%s:%s" % (name, value[name]))]
-    if key == "env":
-        return [part for name in sorted(value) for part in ("--env", "%s=%s" % (name, value[name]))]
-    return None
+    raise ValueError("platform %s: molecule/_shared/containers.py does not know the key %r" % (name, key))
 
 
-def run_argv(platform, labels):
+def run_argv(platform):
     """The `docker run` argv of one platform, as molecule's docker create.yml
-    makes the container (hostname the name, json-file logs, its labels);
+    makes the container (hostname the name, json-file logs, its label);
     ValueError names a key or a value this cannot make."""
     name = platform["name"]
     if not platform.get("pre_build_image"):
@@ -64,15 +59,10 @@ def run_argv(platform, labels):
         argv += ["--hostname", name]
     if platform.get("pull") is False:
         argv += ["--pull", "never"]
-    for key in sorted(labels):
-        argv += ["--label", "%s=%s" % (key, labels[key])]
-    for key in sorted(platform):
-        if key in IGNORED:
-            continue
-        flags = _flags(key, platform[key])
-        if flags is None:
-            raise ValueError("platform %s: molecule/_shared/containers.py does not know the key %r" % (name, key))
-        argv += flags
+    for key in sorted(LABELS):
+        argv += ["--label", "%s=%s" % (key, LABELS[key])]
+    for key in sorted(set(platform) - NOT_FLAGS):
+        argv += _flags(name, key, platform[key])
     argv.append(platform["image"])
     if platform.get("override_command", True):
         command = platform.get("command")
@@ -89,8 +79,8 @@ def _state(name):
     return "running" if proc.stdout.strip() == "true" else "stopped"
 
 
-def create(platforms, labels):
-    argvs = [run_argv(p, labels) for p in platforms]  # every platform checked before any is made
+def create(platforms):
+    argvs = [run_argv(p) for p in platforms]  # every platform checked before any is made
     for platform, argv in zip(platforms, argvs):
         name, state = platform["name"], _state(platform["name"])
         if state == "running":
@@ -115,14 +105,12 @@ def destroy(platforms):
 
 
 def main(argv):
-    if argv[1:2] not in (["create"], ["destroy"]) or len(argv) != (4 if argv[1] == "create" else 3):
+    steps = {"create": create, "destroy": destroy}
+    if len(argv) != 3 or argv[1] not in steps:
         sys.stderr.write(__doc__)
         return 2
     try:
-        if argv[1] == "create":
-            create(json.loads(argv[2]), json.loads(argv[3]))
-        else:
-            destroy(json.loads(argv[2]))
+        steps[argv[1]](json.loads(argv[2]))
     except (ValueError, subprocess.CalledProcessError) as exc:
         sys.stderr.write("containers.py %s: %s\n" % (argv[1], exc))
         return 1

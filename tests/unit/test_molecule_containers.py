@@ -19,7 +19,6 @@ from conftest import TOP, load_script
 
 SCRIPT = os.path.join(TOP, "molecule", "_shared", "containers.py")
 containers = load_script("molecule/_shared/containers.py", "molecule_containers")
-LABELS = {"owner": "molecule"}
 
 
 def platforms():
@@ -57,7 +56,7 @@ def test_a_node_platform_is_run_as_molecule_would_make_it():
                 "tmpfs": ["/sys/bus/pci/devices:rw,mode=755", "/sys/module:rw,mode=755"], "shm_size": "256m",
                 "groups": ["t20"], "etc_hosts": {"slurm-node2": "127.0.0.1", "slurm-node1": "127.0.0.1"},
                 "env": {"SIM_CARDS": "1"}}
-    assert containers.run_argv(platform, LABELS) == [
+    assert containers.run_argv(platform) == [
         "docker", "run", "--detach", "--name", "topsrider-default-node1", "--log-driver", "json-file",
         "--hostname", "topsrider-default-node1", "--pull", "never", "--label", "owner=molecule",
         "--env", "SIM_CARDS=1",
@@ -72,7 +71,7 @@ def test_a_systemd_platform_gets_its_capabilities_cgroups_and_stop_signal():
                 "override_command": False, "capabilities": ["SYS_ADMIN"],
                 "security_opts": ["seccomp=unconfined", "apparmor=unconfined"], "cgroupns_mode": "host",
                 "volumes": ["/sys/fs/cgroup:/sys/fs/cgroup:rw"], "stop_signal": "SIGRTMIN+3"}
-    argv = containers.run_argv(platform, {})
+    argv = containers.run_argv(platform)
     assert argv[argv.index("--cap-add") + 1] == "SYS_ADMIN"
     assert argv.count("--security-opt") == 2 and "apparmor=unconfined" in argv
     assert argv[argv.index("--cgroupns") + 1] == "host"
@@ -82,15 +81,15 @@ def test_a_systemd_platform_gets_its_capabilities_cgroups_and_stop_signal():
 
 
 def test_without_override_command_false_the_container_is_kept_up_as_molecule_does():
-    argv = containers.run_argv({"name": "n", "image": "img", "pre_build_image": True}, {})
+    argv = containers.run_argv({"name": "n", "image": "img", "pre_build_image": True})
     assert argv[-4:] == ["img", "bash", "-c", "while true; do sleep 10000; done"]
-    argv = containers.run_argv({"name": "n", "image": "img", "pre_build_image": True, "command": "sleep 5"}, {})
+    argv = containers.run_argv({"name": "n", "image": "img", "pre_build_image": True, "command": "sleep 5"})
     assert argv[-4:] == ["img", "bash", "-c", "sleep 5"]
 
 
 @pytest.mark.parametrize("scenario, platform", platforms(), ids=lambda v: v if isinstance(v, str) else v["name"])
 def test_every_platform_of_every_scenario_is_makeable(scenario, platform):
-    argv = containers.run_argv(platform, LABELS)
+    argv = containers.run_argv(platform)
     assert argv[:5] == ["docker", "run", "--detach", "--name", platform["name"]], scenario
     assert platform["image"] in argv
 
@@ -101,7 +100,7 @@ def test_every_platform_of_every_scenario_is_makeable(scenario, platform):
 ])
 def test_what_it_cannot_make_is_named(platform, words):
     with pytest.raises(ValueError, match=words):
-        containers.run_argv(platform, {})
+        containers.run_argv(platform)
 
 
 @pytest.fixture
@@ -139,15 +138,15 @@ NODES = [{"name": "a", "image": "img", "pre_build_image": True, "override_comman
 
 
 def test_create_makes_what_is_absent_starts_what_is_stopped_and_leaves_what_runs(docker):
-    proc, calls = docker({"b": False, "c": True}, "create", json.dumps(NODES), json.dumps(LABELS))
+    proc, calls = docker({"b": False, "c": True}, "create", json.dumps(NODES))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["created a", "started b", "running c"]
-    assert calls == [" ".join(containers.run_argv(NODES[0], LABELS)[1:]), "start b"]
+    assert calls == [" ".join(containers.run_argv(NODES[0])[1:]), "start b"]
 
 
 def test_a_platform_it_cannot_make_stops_create_before_any_container_is_made(docker):
     bad = NODES[:2] + [dict(NODES[2], devices=["/dev/fuse"])]
-    proc, calls = docker({}, "create", json.dumps(bad), json.dumps(LABELS))
+    proc, calls = docker({}, "create", json.dumps(bad))
     assert proc.returncode == 1 and calls == [] and proc.stdout == ""
     assert "platform c: molecule/_shared/containers.py does not know the key 'devices'" in proc.stderr
 
@@ -161,7 +160,7 @@ def test_destroy_removes_what_is_there_and_names_what_was_not(docker):
 
 def test_a_docker_that_fails_fails_the_step_and_says_so(docker, tmp_path):
     proc, _calls = docker({}, "destroy", json.dumps(NODES), "extra")
-    assert proc.returncode == 2 and "containers.py destroy PLATFORMS_JSON" in proc.stderr
+    assert proc.returncode == 2 and "containers.py create|destroy PLATFORMS_JSON" in proc.stderr
     (tmp_path / "bin" / "docker").write_text(u"#!/bin/sh\n[ \"$1\" = container ] && exit 1\nexit 125\n")
-    proc, _calls = docker({}, "create", json.dumps(NODES[:1]), "{}")
+    proc, _calls = docker({}, "create", json.dumps(NODES[:1]))
     assert proc.returncode == 1 and "containers.py create: Command '['docker', 'run'" in proc.stderr

@@ -155,8 +155,8 @@ def test_bad_card_drains_the_node_and_the_job_is_requeued_not_lost():
         # ("draining" while the requeued job's allocation is still being released, then "drained":
         # seen under CI's load; either way the node takes no new job and keeps the gate's reason)
         time.sleep(6)
-        now = node_state(N1)
-        assert now[0] in ("draining", "drained") and now[1] == reason, now
+        now = drained(N1)
+        assert now and now[1] == reason, node_state(N1)
     finally:
         simctl(N1, "card", "3", "health=true")
     wait_for("slurm-node1 resumed by the health check", lambda: node_state(N1)[0] in ("idle", "allocated", "mixed"), 40)
