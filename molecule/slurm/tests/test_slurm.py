@@ -6,7 +6,9 @@ the slurm_node role's health gate as the nodes' prolog and health check. (The
 cluster's third node is kept drained meanwhile: test_slurm_rollout.py, which
 runs next, uses all three.)
 
-The tests run in order and share the cluster: the smoke job on 16 cards; a
+The tests run in order and share the cluster (two cards a node: every rank
+imports torch; the gate is timed on eight cards on the third node): the
+smoke job on 4 cards; a
 two-node job's files (its cards on each node, its host list expanded by
 scontrol show hostnames) written by the prolog and removed by the epilog; a
 card made unhealthy on node1 -> the next job's prolog drains node1 with a
@@ -35,6 +37,22 @@ KEPT_OUT = "molecule: kept out of test_slurm.py"
 GATE_LOG = "/var/log/topsrider-slurm-gate.log"
 
 
+# node3 with 8 cards for the gate's timing: its state kept, the cards redrawn by simctl, the
+# gate's configuration copied with 8 expected.
+EIGHT_CARDS = """cp -p /etc/topsrider-sim/state.json /tmp/sim-state.kept
+python3 - <<'EOF'
+import json, subprocess
+state = json.load(open("/tmp/sim-state.kept"))
+subprocess.run(["simctl", "reset", "--cards", "8"], check=True, stdout=subprocess.DEVNULL)
+state["cards"] = json.load(open("/etc/topsrider-sim/state.json"))["cards"]
+json.dump(state, open("/etc/topsrider-sim/state.json", "w"))
+gate = json.load(open("/etc/topsrider/slurm-gate.json"))
+gate["expected_cards"] = 8
+json.dump(gate, open("/tmp/gate-8.json", "w"))
+EOF
+simctl init"""
+
+
 def simctl(node, *args):
     sh(node, "simctl " + " ".join(args))
 
@@ -57,8 +75,8 @@ def jobs_cleared():
 
 def test_cluster_is_up_with_the_roles_lines():
     rows = sh(CTL, "sinfo -h -N -o '%N %T %G'").split("\n")
-    assert sorted(r for r in rows if r) == ["slurm-node1 idle gcu:8", "slurm-node2 idle gcu:8",
-                                            "slurm-node3 drained gcu:8"]
+    assert sorted(r for r in rows if r) == ["slurm-node1 idle gcu:2", "slurm-node2 idle gcu:2",
+                                            "slurm-node3 drained gcu:2"]
     with open(os.path.join(EPHEMERAL, "reports", "slurm", "slurm.conf.topsrider")) as f:
         merged = f.read()
     for line in ("GresTypes=gcu", "Prolog=/usr/local/libexec/topsrider/topsrider-slurm-gate",
@@ -66,7 +84,7 @@ def test_cluster_is_up_with_the_roles_lines():
                  "HealthCheckProgram=/usr/local/libexec/topsrider/topsrider-slurm-gate",
                  "Epilog=/usr/local/libexec/topsrider/topsrider-slurm-epilog"):
         assert line in merged.splitlines(), line
-    assert re.search(r"^NodeName=slurm-node1 CPUs=\d+ .*Features=tops_2\.5\.136 Gres=gcu:8 NodeAddr=127.0.0.1 "
+    assert re.search(r"^NodeName=slurm-node1 CPUs=\d+ .*Features=tops_2\.5\.136 Gres=gcu:2 NodeAddr=127.0.0.1 "
                      r"Port=16818 State=UNKNOWN$", merged, re.M), merged
     # the smoke job asks for the release its nodes run
     with open(os.path.join(EPHEMERAL, "launch", "slurm_job", "slurm.sbatch")) as f:
@@ -76,19 +94,32 @@ def test_cluster_is_up_with_the_roles_lines():
 def test_gres_conf_and_gate_on_the_node(host):
     gres = [line for line in host.file("/etc/slurm/gres.conf").content_string.splitlines()
             if line and not line.startswith("#")]
-    assert gres == ["NodeName=slurm-node1 Name=gcu File=/dev/gcu%d" % i for i in range(8)]
+    assert gres == ["NodeName=slurm-node1 Name=gcu File=/dev/gcu%d" % i for i in range(2)]
     cfg = json.loads(host.file("/etc/topsrider/slurm-gate.json").content_string)
-    assert cfg["expected_cards"] == 8 and cfg["release"] == "2.5.136" and cfg["max_drain_share"] == 0.5
+    assert cfg["expected_cards"] == 2 and cfg["release"] == "2.5.136" and cfg["max_drain_share"] == 0.5
     gate = host.file("/usr/local/libexec/topsrider/topsrider-slurm-gate")
     assert gate.mode == 0o755 and gate.user == "root"
-    # The issue's bound: the whole gate within 10 s on 8 cards.
-    started = time.monotonic()
     out = host.run("/usr/local/libexec/topsrider/topsrider-slurm-gate --mode check")
-    took = time.monotonic() - started
     assert out.rc == 0 and "slurm-node1: fit" in out.stderr, out.stderr
-    assert took < 10, "the gate took %.1f s on 8 cards" % took
     # slurmd reads the same GRES
     assert "gcu" in host.check_output("slurmd -N slurm-node1 -G 2>&1 || true")
+
+
+def test_the_gate_on_eight_cards_within_10_s():
+    """The issue's bound: the whole gate within 10 s on a T20 node's 8 cards. node3, out of the
+    cluster during these tests, is given 8 cards for it (its simulated state with the cards of
+    `simctl reset --cards 8`, and a copy of the gate's configuration that expects 8), then its
+    own state back."""
+    sh(N3, EIGHT_CARDS)
+    try:
+        started = time.monotonic()
+        rc, _out, err = dexec(N3, "/usr/local/libexec/topsrider/topsrider-slurm-gate --mode check --config /tmp/gate-8.json")
+        took = time.monotonic() - started
+        assert rc == 0 and "slurm-node3: fit" in err, err
+        assert took < 10, "the gate took %.1f s on 8 cards" % took
+    finally:
+        sh(N3, "cp -p /tmp/sim-state.kept /etc/topsrider-sim/state.json && simctl init && rm -f /tmp/gate-8.json")
+    assert len(json.loads(sh(N3, "simctl show"))["cards"]) == 2
 
 
 def test_sbatch_runs_the_smoke_job_on_every_card_of_two_nodes():
@@ -106,8 +137,8 @@ def test_sbatch_runs_the_smoke_job_on_every_card_of_two_nodes():
         info, job_outputs("/tmp/smoke-%s.out" % job_id, (N1, N2)))
     assert info["NodeList"] == "slurm-node[1-2]", info
     results, text = ranks(N1, "/tmp/smoke-%s.out" % job_id)
-    assert sorted(r["rank"] for r in results) == list(range(16)), text
-    assert {r["world_size"] for r in results} == {16}
+    assert sorted(r["rank"] for r in results) == list(range(4)), text
+    assert {r["world_size"] for r in results} == {4}
     assert len({r["loss"] for r in results}) == 1, "not the same loss on every rank:\n" + text
     assert {r["backend"] for r in results} == {"eccl"}
 
@@ -131,11 +162,11 @@ def test_the_prolog_writes_the_jobs_file_and_the_epilog_removes_it():
 
 
 def test_bad_card_drains_the_node_and_the_job_is_requeued_not_lost():
-    simctl(N1, "card", "3", "health=false")
+    simctl(N1, "card", "1", "health=false")
     try:
         requeued = submit("-o /tmp/requeued-%j.out", SBATCH)
         state, reason = wait_for("slurm-node1 drained by the prolog", lambda: drained(N1), 60)
-        assert reason == "topsrider: card gcu3 unhealthy", (state, reason)
+        assert reason == "topsrider: card gcu1 unhealthy", (state, reason)
         # Requeued: restarted once, and past COMPLETING, the state Slurm passes through (its
         # epilog on the allocated nodes) before the job is PENDING again; seen under CI's load.
         info = wait_for("the job requeued", lambda: job_if(requeued, lambda j: int(j["Restarts"]) >= 1
@@ -149,7 +180,7 @@ def test_bad_card_drains_the_node_and_the_job_is_requeued_not_lost():
         info = job(single)
         assert info["JobState"] == "COMPLETED" and info["NodeList"] == N2, info
         results, text = ranks(N2, "/tmp/single-%s.out" % single)
-        assert len(results) == 8 and len({r["loss"] for r in results}) == 1, text
+        assert len(results) == 2 and len({r["loss"] for r in results}) == 1, text
 
         # the health check runs on the drained node and does not resume it while the card is bad
         # ("draining" while the requeued job's allocation is still being released, then "drained":
@@ -158,7 +189,7 @@ def test_bad_card_drains_the_node_and_the_job_is_requeued_not_lost():
         now = drained(N1)
         assert now and now[1] == reason, node_state(N1)
     finally:
-        simctl(N1, "card", "3", "health=true")
+        simctl(N1, "card", "1", "health=true")
     wait_for("slurm-node1 resumed by the health check", lambda: node_state(N1)[0] in ("idle", "allocated", "mixed"), 40)
     assert "resuming slurm-node1" in sh(N1, "cat %s" % GATE_LOG)
 
@@ -170,7 +201,7 @@ def test_bad_card_drains_the_node_and_the_job_is_requeued_not_lost():
     assert info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0", (
         info, job_outputs("/tmp/requeued-%s.out" % requeued, (N1, N2)))
     results, text = ranks(N1, "/tmp/requeued-%s.out" % requeued)
-    assert len(results) == 16 and len({r["loss"] for r in results}) == 1, text
+    assert len(results) == 4 and len({r["loss"] for r in results}) == 1, text
 
 
 def test_a_node_an_administrator_drained_stays_drained():

@@ -158,7 +158,7 @@ def test_1_a_rolling_upgrade_waits_for_the_job_and_never_mixes_releases(host, ru
     proc = playbook(host, runs, "deploy.yml", "rollout-upgrade.log", "-e", "topsrider_bundle_dir=%s/2.5.140" % BUNDLES,
                     "-e", json.dumps({"topsrider_serial": [1, 2]}))
     wait_for("the training job on the cards of node1 and node2",
-             lambda: running_on_cards(train, N1, 8) and running_on_cards(train, N2, 8), 180, step=2)
+             lambda: running_on_cards(train, N1, 2) and running_on_cards(train, N2, 2), 180, step=2)
     # node3 (no job) first, at once: upgraded, tagged and resumed while the job still runs
     wait_for("node3 upgraded and resumed", lambda: features(N3) == ["tops_2.5.140"] and node_state(N3)[0] == "idle",
              420, step=2)
@@ -184,7 +184,7 @@ def test_1_a_rolling_upgrade_waits_for_the_job_and_never_mixes_releases(host, ru
 
     # the job: finished by itself, every rank's result whole
     assert info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0" and info["Restarts"] == "0", info
-    held_results(N1, "/tmp/train-%s.out" % train, 16)
+    held_results(N1, "/tmp/train-%s.out" % train, 4)
     # its nodes were upgraded only after it ended; node3 before
     end = info["EndTime"]
     assert installed_at(N3, "2.5.140") < end <= min(installed_at(N1, "2.5.140"), installed_at(N2, "2.5.140"))
@@ -211,7 +211,7 @@ def test_1_a_rolling_upgrade_waits_for_the_job_and_never_mixes_releases(host, ru
     assert [(j["id"], j["end_state"]) for j in waited] == [(train, "COMPLETED")], waited
     # one line per poll while it waited, naming the job and its time left
     assert re.search(r"^%s: deploy \S+: waiting until the node is free: %s runs 1 job\(s\): %s \(train, root, "
-                     r"[\d:-]+ left\); 8 process\(es\) hold cards \(Slurm job %s: pids [\d,-]+ on gcu0-7\); "
+                     r"[\d:-]+ left\); 2 process\(es\) hold cards \(Slurm job %s: pids [\d,-]+ on gcu0-1\); "
                      r"waited \d+ s of 14400 s$" % (N1, N1, train, train), log, re.M), log
     assert "Slurm: 3 node(s) drained by this run, 3 resumed; 1 job(s) waited for, 0 killed or requeued" in log
 
@@ -254,7 +254,7 @@ def test_2_rollback_never_resumes_an_administrators_drain_and_defers_a_busy_node
     stop_jobs(N3)
     info = ended(busy)
     assert info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0" and info["Restarts"] == "0", info
-    held_results(N3, "/tmp/busy-%s.out" % busy, 8)
+    held_results(N3, "/tmp/busy-%s.out" % busy, 2)
     for n in (N1, N2):  # the administrator gives their nodes back
         sh(CTL, "scontrol update nodename=%s state=resume" % n)
 
