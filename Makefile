@@ -89,8 +89,8 @@ bundles: venv
 	@sim/bundles/build.sh >/dev/null
 
 # The node image with 2.5.136 deployed by this checkout's deploy.yml
-# (sim/image/build-deployed.sh): the slow scenarios that only need nodes at a
-# release to start from (drift, fabric, dist_launch, rollback_truth).
+# (sim/image/build-deployed.sh): the scenarios that only need nodes at a
+# release to start from (fleet, drift, fabric, dist_launch, rollback_truth).
 .PHONY: sim-image-deployed slurm-image-deployed
 sim-image-deployed: venv collection-link sim-image bundles
 	@sim/image/build-deployed.sh >/dev/null
@@ -198,11 +198,11 @@ molecule: setup sim-image-deployed
 # make test does its set-up inside the pool (POOL_SETUP): chains of set-up
 # targets run beside the jobs, and each job starts once what it needs is made
 # (scripts/molecule-all.sh), so the units and the linters run while the
-# simulator's images are built. With the slow scenarios, a third chain makes
-# the pre-deployed node images (only they use them); it waits for the venv and
-# the images the other two make.
+# simulator's images are built. A third chain makes the pre-deployed node
+# images (fleet's, and the slow scenarios'); it waits for the venv and the
+# images the other two make.
 SETUP_CHAINS = venv collection-link venv-2.21; docker sim-image bundles $(if $(TEST_SLOW),slurm-image) sim-image-systemd \
-               sim-image-bullseye; $(if $(TEST_SLOW),sim-image-deployed slurm-image-deployed)
+               sim-image-bullseye; sim-image-deployed $(if $(TEST_SLOW),slurm-image-deployed)
 .PHONY: test-pool
 test-pool:
 	@POOL_SETUP="$(SETUP_CHAINS)" MOLECULE_SCENARIOS="$(if $(TEST_SLOW),$(FULL_POOL),$(FAST_POOL))" scripts/molecule-all.sh

@@ -5,11 +5,11 @@
 #   sim/image/build-deployed.sh slurm   topsrider-sim/slurm-deployed:<hash> (and :latest),
 #                                       the same on the Slurm image (sim/slurm/build.sh)
 # The scenarios that only need nodes at a release to start from (drift,
-# fabric, dist_launch, rollback_truth; slurm's nodes) use them, so they do not
+# fabric, dist_launch, rollback_truth, fleet; slurm's nodes) use them, so they do not
 # each pay a fresh deploy; their converge is the same deploy.yml, which then
 # finds the nodes at the release (the fast path). A fresh deploy stays proven
-# by the scenarios on topsrider-sim/node:latest (default, fleet, staging,
-# signing, bullseye), the README test, the installed test and the perf check.
+# by the scenarios on topsrider-sim/node:latest (default, staging, signing,
+# bullseye), the README test, the installed test and the perf check.
 #
 # How: a container of the image, deployed by this checkout's
 # playbooks/deploy.yml with the 2.5.136 bundle (.cache/bundles, make bundles)
