@@ -20,8 +20,10 @@ passwd home and not $HOME, ANSIBLE_SSH_COMMON_ARGS names that file (host keys
 are still checked), and this machine's own /root/.ssh is left alone.
 
 The world the examples assume, and only that, is prepared here: a simulated
-fleet of two nodes of 8 cards in group t20 named t20-node-1 and t20-node-3
-(the rollback example names t20-node-3) over SSH (sim/fleet with its own
+fleet of two nodes of 2 cards (CARDS: every rank of the job and of the
+collective imports torch, and nothing in the README depends on the count) in
+group t20 named t20-node-1 and t20-node-3 (the rollback example names
+t20-node-3) over SSH (sim/fleet with its own
 prefix, ports and state), the release at /srv/topsrider/2.5.140 on the
 controller (a copy of the sample bundle) and node_exporter's textfile
 directory (topsrider_textfile_dir's default, as Debian's
@@ -57,8 +59,9 @@ BASE = os.path.join(TOP, ".cache", "readme")
 WORK = os.path.join(BASE, "work")
 HOME = os.path.join(BASE, "home")  # the reader's HOME: ~/.ssh/known_hosts with the nodes' keys
 LOGS = os.path.join(BASE, "logs")
+CARDS = 2
 FLEET_ENV = {"SIM_NAME_PREFIX": "topsrider-readme", "SIM_SSH_BASE_PORT": "22600",
-             "SIM_STATE_DIR": os.path.join(BASE, "fleet")}
+             "SIM_STATE_DIR": os.path.join(BASE, "fleet"), "SIM_CARDS": str(CARDS)}
 # inventory name -> container (the fleet's nodes 1 and 2)
 NODES = {"t20-node-1": "topsrider-readme-1", "t20-node-3": "topsrider-readme-2"}
 RELEASE = "/srv/topsrider/2.5.140"
@@ -334,10 +337,11 @@ def start_jobs():
     for node in NODES:
         while True:
             rc, out = dexec(node, "ls %s/results 2>/dev/null | wc -l" % JOB_DIR)
-            if rc == 0 and int(out.strip() or 0) >= 8:
+            if rc == 0 and int(out.strip() or 0) >= CARDS:
                 break
             if time.time() > deadline:
-                raise Failed("the training job on %s did not start 8 ranks: %s" % (node, dexec(node, "cat %s/log" % JOB_DIR)[1]))
+                raise Failed("the training job on %s did not start %d ranks: %s"
+                             % (node, CARDS, dexec(node, "cat %s/log" % JOB_DIR)[1]))
             time.sleep(3)
         must(*dexec(node, "simctl busy all --util 85"), what="simctl busy on %s" % node)
 
