@@ -24,6 +24,7 @@ from launch_helpers import LAUNCH, Job, dexec, free_port, launch_check, smoke  #
 testinfra_hosts = ["dist_launch-node1"]
 NODES = ["dist_launch-node1", "dist_launch-node2"]
 PYTHON = "/opt/venvs/train/bin/python"
+CARDS = 2  # a node's simulated cards (molecule.yml: SIM_CARDS)
 
 
 @pytest.fixture
@@ -44,20 +45,20 @@ def test_node_scripts(host):
         f = host.file("%s/%s" % (LAUNCH, name))
         assert f.exists and f.user == "root" and f.group == "root" and f.mode == mode, name
     single = host.file(LAUNCH + "/launch-single.sh").content_string
-    assert "DIST_LAUNCH_CARDS=8" in single and "DIST_LAUNCH_ENV_FILE=/etc/profile.d/topsrider.sh" in single
+    assert "DIST_LAUNCH_CARDS=%d" % CARDS in single and "DIST_LAUNCH_ENV_FILE=/etc/profile.d/topsrider.sh" in single
     out = host.run("DIST_LAUNCH_DRY_RUN=1 %s/launch-single.sh %s/ddp_smoke.py" % (LAUNCH, LAUNCH))
     assert out.rc == 0, out.stderr
-    assert "--nproc_per_node=8" in out.stdout.split()
+    assert "--nproc_per_node=%d" % CARDS in out.stdout.split()
 
 
 def test_cluster_files():
     out_dir = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "launch", "t20")
     with open(os.path.join(out_dir, "hostfile")) as f:
         lines = [line for line in f.read().splitlines() if line and not line.startswith("#")]
-    assert lines == ["dist_launch-node1 slots=8", "dist_launch-node2 slots=8"]
+    assert lines == ["dist_launch-node1 slots=%d" % CARDS, "dist_launch-node2 slots=%d" % CARDS]
     with open(os.path.join(out_dir, "slurm.sbatch")) as f:
         sbatch = f.read()
-    assert "#SBATCH --nodes=2" in sbatch and "#SBATCH --gres=gcu:8" in sbatch
+    assert "#SBATCH --nodes=2" in sbatch and "#SBATCH --gres=gcu:%d" % CARDS in sbatch
     assert "%s/launch-platform.sh" % LAUNCH in sbatch
     import yaml
     with open(os.path.join(out_dir, "k8s-job.yaml")) as f:
@@ -65,8 +66,8 @@ def test_cluster_files():
     job = docs[2]
     container = job["spec"]["template"]["spec"]["containers"][0]
     assert job["spec"]["completions"] == 2 and job["spec"]["completionMode"] == "Indexed"
-    assert container["resources"]["limits"] == {"enflame.com/gcu": 8}
-    assert "DIST_LAUNCH_CARDS=8" in docs[0]["data"]["launch-platform.sh"]
+    assert container["resources"]["limits"] == {"enflame.com/gcu": CARDS}
+    assert "DIST_LAUNCH_CARDS=%d" % CARDS in docs[0]["data"]["launch-platform.sh"]
     # the embedded script is valid bash
     subprocess.run(["bash", "-n", "/dev/stdin"], input=docs[0]["data"]["launch-platform.sh"].encode(), check=True)
 
@@ -88,31 +89,31 @@ def test_platform_refuses_unreachable_master():
 
 
 # ---------------------------------------------------------------- single node + launch check
-def test_single_node_eight_ranks_and_launch_check(host, simctl):
+def test_single_node_a_rank_per_card_and_launch_check(host, simctl):
     job = Job("dist_launch-node1", "single", "env MASTER_PORT=%d %s/launch-single.sh %s" % (
         free_port(), LAUNCH, smoke("/tmp/launch-test/single", "--hold 25")))
     try:
-        results = job.wait_results(8, 180)
-        assert len(results) == 8, job.log()
-        # While the job runs: eight real rank processes; simctl mirrors them as busy cards.
+        results = job.wait_results(CARDS, 180)
+        assert len(results) == CARDS, job.log()
+        # While the job runs: a real rank process per card; simctl mirrors them as busy cards.
         simctl("dist_launch-node1", "busy", "all", "--util", "85")
         rc, out = launch_check(host, "dist_launch-node1")
         assert rc == 0, out
-        assert "8 training processes for 8 cards, every card busy" in out
+        assert "%d training processes for %d cards, every card busy" % (CARDS, CARDS) in out
         assert job.wait(120) == 0, job.log()
     finally:
         job.stop()
-    assert sorted(r["rank"] for r in results) == list(range(8))
-    assert sorted(r["local_rank"] for r in results) == list(range(8))
-    assert {r["world_size"] for r in results} == {8}
+    assert sorted(r["rank"] for r in results) == list(range(CARDS))
+    assert sorted(r["local_rank"] for r in results) == list(range(CARDS))
+    assert {r["world_size"] for r in results} == {CARDS}
     assert {r["backend"] for r in results} == {"eccl"}
     # Every rank trained on its own card through the torch_gcu 2.x device API.
-    assert sorted(r["device"] for r in results) == ["gcu:%d" % i for i in range(8)]
+    assert sorted(r["device"] for r in results) == ["gcu:%d" % i for i in range(CARDS)]
     assert {r["api"] for r in results} == {"2.x"}
     assert len({r["loss"] for r in results}) == 1, results
     assert len({r["param_checksum"] for r in results}) == 1, results
     assert {r["config"] for r in results} == {"/opt/topsrider/launch/configs/small.yaml"}
-    assert "8 processes (one per card)" in job.log()
+    assert "%d processes (one per card)" % CARDS in job.log()
 
 
 def test_launch_check_catches_a_one_process_launch(host, simctl):
@@ -123,13 +124,13 @@ def test_launch_check_catches_a_one_process_launch(host, simctl):
     try:
         results = job.wait_results(1, 120)
         assert len(results) == 1 and results[0]["world_size"] == 1, job.log()
-        simctl("dist_launch-node1", "busy", "0", "--util", "85")  # card 0 works, seven sleep
+        simctl("dist_launch-node1", "busy", "0", "--util", "85")  # card 0 works, the rest sleep
         rc, out = launch_check(host, "dist_launch-node1")
         assert rc != 0, out
         assert "launch check failed (one_busy_rest_asleep)" in out
-        assert "one busy, the rest asleep: 1 training process(es) for 8 cards" in out
-        assert "asleep: 1-7" in out
-        # Even with every card reported busy, one process for eight cards is caught.
+        assert "one busy, the rest asleep: 1 training process(es) for %d cards" % CARDS in out
+        assert "asleep: 1. " in out
+        # Even with every card reported busy, one process for all the cards is caught.
         simctl("dist_launch-node1", "busy", "all", "--util", "85")
         rc, out = launch_check(host, "dist_launch-node1")
         assert rc != 0 and "one_busy_rest_asleep" in out, out
@@ -138,7 +139,7 @@ def test_launch_check_catches_a_one_process_launch(host, simctl):
 
 
 # ---------------------------------------------------------------- two nodes
-def test_two_nodes_sixteen_ranks():
+def test_two_nodes_a_rank_per_card():
     port = free_port()
     env = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=%d DIST_LAUNCH_MASTER_TIMEOUT=120" % port
     # Node 1 (RANK=1) first: it must wait for the master, then join.
@@ -154,16 +155,16 @@ def test_two_nodes_sixteen_ranks():
         master.stop()
         worker.stop()
     results = master.results() + worker.results()
-    assert sorted(r["rank"] for r in results) == list(range(16)), results
-    assert sorted(r["rank"] for r in worker.results()) == list(range(8, 16))
-    assert {r["world_size"] for r in results} == {16}
+    assert sorted(r["rank"] for r in results) == list(range(2 * CARDS)), results
+    assert sorted(r["rank"] for r in worker.results()) == list(range(CARDS, 2 * CARDS))
+    assert {r["world_size"] for r in results} == {2 * CARDS}
     assert len({r["loss"] for r in results}) == 1, results
     assert len({r["param_checksum"] for r in results}) == 1, results
     assert {r["config"] for r in results} == {"/opt/topsrider/launch/configs/large.yaml"}
-    assert {r["total_cards"] for r in results} == {"16"}
-    assert {r["device"] for r in worker.results()} == {"gcu:%d" % i for i in range(8)}
+    assert {r["total_cards"] for r in results} == {str(2 * CARDS)}
+    assert {r["device"] for r in worker.results()} == {"gcu:%d" % i for i in range(CARDS)}
     assert "node 1 waits for the master 127.0.0.1:%d" % port in worker.log()
-    assert "node 0 of 2, 8 processes here, 16 in total" in master.log()
+    assert "node 0 of 2, %d processes here, %d in total" % (CARDS, 2 * CARDS) in master.log()
 
 
 # ---------------------------------------------------------------- what a job needs: launcher and verify agree
@@ -194,7 +195,7 @@ def test_a_deleted_environment_file_fails_verify_on_that_node_only_in_the_launch
     with open(os.path.join(str(tmp_path), "verify-latest.json")) as f:
         rows = dict((r["host"], r) for r in json.load(f)["hosts"])
     assert rows["dist_launch-node1"]["result"] == "ok", rows
-    assert rows["dist_launch-node1"]["detail"].startswith("8 cards healthy, ECCL ok"), rows
+    assert rows["dist_launch-node1"]["detail"].startswith("%d cards healthy, ECCL ok" % CARDS), rows
     assert rows["dist_launch-node2"]["result"] == "failed", rows
     # the same file and the same words as the launcher, the remedy included
     assert rows["dist_launch-node2"]["detail"].startswith(launcher), rows
