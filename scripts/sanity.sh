@@ -16,6 +16,12 @@
 # follows "controller" in the file's name (make sanity-2.21:
 # requirements/controller-2.21.txt, Python 3.12, .cache/sanity-venv-2.21), so
 # that the two can run at once.
+#
+# SANITY_SCOPE: all (default) is every tracked file but sim/ and scripts/;
+# shipped leaves out tests/ and molecule/ as well, the test code that the
+# tarball does not ship (galaxy.yml's manifest) and no ansible-core loads,
+# so that its checks (pylint most of all) cannot differ between two cores:
+# make sanity-2.21 checks what ships, make sanity everything.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 requirements=${SANITY_REQUIREMENTS:-requirements/controller.txt}
@@ -23,6 +29,11 @@ case $requirements in /*) ;; *) requirements=$top/$requirements ;; esac
 tag=$(basename "$requirements" .txt)
 tag=${tag#controller}
 python=${SANITY_PYTHON:-python3}
+case ${SANITY_SCOPE:-all} in
+  all) leave_out=() ;;
+  shipped) leave_out=(':!tests' ':!molecule') ;;
+  *) echo "sanity.sh: SANITY_SCOPE is all or shipped, not '$SANITY_SCOPE'" >&2; exit 2 ;;
+esac
 venv=$top/.cache/sanity-venv$tag
 core=$(grep -E '^ansible-core==' "$requirements")
 if [ ! -f "$venv/.stamp-$core" ]; then
@@ -60,8 +71,8 @@ rm -rf "$dest"
 mkdir -p "$dest"
 cd "$top"
 # sim/ (not in the tarball) and scripts/ (tools, not plugin code; galaxy.yml's
-# manifest ships only the operator tools from it): left out.
-git ls-files -z --cached --others --exclude-standard -- . ':!sim' ':!scripts' | while IFS= read -r -d '' f; do
+# manifest ships only the operator tools from it): left out, and SANITY_SCOPE's.
+git ls-files -z --cached --others --exclude-standard -- . ':!sim' ':!scripts' "${leave_out[@]}" | while IFS= read -r -d '' f; do
   [ -e "$f" ] && printf '%s\0' "$f"
 done | tar --null -T - -cf - | tar -xf - -C "$dest"
 cd "$dest"
