@@ -1,4 +1,5 @@
 """Make gcu.topsrider importable from the checkout (as ansible_collections.gcu.topsrider)."""
+import json
 import os
 import re
 import shutil
@@ -25,14 +26,14 @@ FIXTURES = os.path.join(TOP, "tests", "unit", "fixtures")
 
 # TOPSRIDER_UNITS=ansible-core (make units-2.21): only the test files that
 # drive ansible-core, where a second ansible-core can behave differently: a
-# playbook run (run_play, stock_env, an ansible-* command), a module's
+# playbook run (run_play, run_cases, stock_env, an ansible-* command), a module's
 # argument handling, an action, filter, callback or lookup plugin, code that
 # imports ansible. The rest (the simulator, the exporter, the node-side
 # scripts, pure module_utils, docs and rules) runs once, on make units.
 # A file that reaches ansible-core only through another test file's helper
 # says so with `pytestmark = pytest.mark.ansible_core`.
 DRIVES_ANSIBLE_CORE = re.compile(
-    r"^\s*(?:from|import)\s+ansible(?:\.|\s|$)|\brun_play\(|\bstock_env\("
+    r"^\s*(?:from|import)\s+ansible(?:\.|\s|$)|\brun_(?:play|cases)\(|\bstock_env\("
     r"|ansible-(?:playbook|galaxy|doc|inventory|test|config|lint)\b"
     r"|plugins\.(?:modules|action|filter|callback|lookup|inventory|test|plugin_utils)\b"
     r"|^\s*(?:from\s+utils\s+import|import\s+utils\b)|\bmark\.ansible_core\b", re.M)
@@ -68,7 +69,6 @@ def run_play(tmp_path, tasks, extra_vars=None, config=None, args=()):
     config: the ansible.cfg to use (default: the simulator's, sim/ansible.cfg;
     os.devnull for Ansible's stock settings). args: more ansible-playbook
     arguments (--check)."""
-    import json
     play = [{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]
     (tmp_path / "play.yml").write_text(json.dumps(play))
     argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
@@ -82,6 +82,32 @@ def run_play(tmp_path, tasks, extra_vars=None, config=None, args=()):
     proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=str(tmp_path),
                           universal_newlines=True, timeout=120, check=False)
     return proc.returncode, proc.stdout
+
+
+def run_cases(tmp_path, role, cases):
+    """The whole role once per case, in ONE play (one ansible-playbook start, not one a case): each
+    case's variables are its include's vars, each run in a block whose rescue records the task that
+    failed and its message. {case: {"failed": bool, "task": the failed task's name, "msg": its
+    message}}, and the play's output."""
+    tasks = [{"name": "No case ran yet", "ansible.builtin.set_fact": {"cases_seen": {}}}]
+    for name, variables in cases:
+        key = json.dumps(name)
+        tasks.append({"name": "Case %s" % name, "block": [
+            {"name": "Run the role (%s)" % name, "ansible.builtin.include_role": {"name": role}, "vars": variables},
+            {"name": "It ran through (%s)" % name,
+             "ansible.builtin.set_fact": {"cases_seen": "{{ cases_seen | combine({%s: {'failed': false}}) }}" % key}},
+        ], "rescue": [
+            {"name": "It was refused (%s)" % name, "ansible.builtin.set_fact": {"cases_seen": (
+                "{{ cases_seen | combine({%s: {'failed': true, 'task': ansible_failed_task.name,"
+                " 'msg': ansible_failed_result.msg | default('')}}) }}" % key)}},
+        ]})
+    tasks.append({"name": "Write what each case did", "ansible.builtin.copy": {
+        "content": "{{ cases_seen | to_json }}", "dest": str(tmp_path / "cases.json"), "mode": "0644"}})
+    rc, out = run_play(tmp_path, tasks)
+    assert rc == 0, out
+    seen = json.loads((tmp_path / "cases.json").read_text())
+    assert sorted(seen) == sorted(name for name, _v in cases), out
+    return seen, out
 
 
 def load_script(relpath, name):

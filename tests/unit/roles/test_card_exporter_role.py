@@ -7,13 +7,12 @@ hardening), bad settings refused before anything changes, and that drift.yml
 checks the unit this role installs."""
 import ast
 import os
-import re
 
 import jinja2
 import pytest
 import yaml
 
-from conftest import TOP, run_play
+from conftest import TOP, run_cases
 
 ROLE = os.path.join(TOP, "roles", "card_exporter")
 MODULE_UTILS = os.path.join(TOP, "plugins", "module_utils")
@@ -124,7 +123,7 @@ def test_drift_checks_the_unit_this_role_installs():
         assert "'services': [node_card_exporter_unit]" in f.read()
 
 
-@pytest.mark.parametrize("settings, words", [
+BAD_SETTINGS = [
     ({"card_exporter_port": 70000}, "card_exporter_port (1 to 65535)"),
     # the role's argument_specs refuse it first (choices)
     ({"card_exporter_vendor": "amd"}, "card_exporter_vendor must be one of: auto, enflame, nvidia"),
@@ -137,14 +136,25 @@ def test_drift_checks_the_unit_this_role_installs():
     ({"card_exporter_web_config": "tls please"}, "card_exporter_web_config"),
     ({"card_exporter_memory_max": "128 MB"}, "card_exporter_memory_max (bytes, a number with K, M, G or T, or infinity)"),
     ({"card_exporter_memory_max": "50%"}, "card_exporter_memory_max"),
-])
-def test_bad_settings_are_refused_before_anything_changes(tmp_path, settings, words):
-    rc, out = run_play(tmp_path, [{"ansible.builtin.include_role": {"name": "gcu.topsrider.card_exporter"}}],
-                       settings)
-    assert rc == 2, out
-    assert words in out, out
-    # the argument_specs' validation and the role's own check ran, nothing after them
-    ran = re.findall(r"TASK \[gcu\.topsrider\.card_exporter : ([^\]]+)\]", out)
-    assert ran[0].startswith("Validating arguments against arg spec 'main'") and ran[1:] in ([], [
-        "Check the card_exporter settings"]), ran
-    assert ran[1:] == [] or "card_exporter: refused, nothing was changed" in out, out
+]
+ARG_SPEC_TASK = "Validating arguments against arg spec 'main'"
+CHECK_TASK = "Check the card_exporter settings"
+
+
+@pytest.fixture(scope="module")
+def bad_settings_runs(tmp_path_factory):
+    """{case index: what the role did} for every BAD_SETTINGS case, all run by one play (run_cases)."""
+    seen, _out = run_cases(tmp_path_factory.mktemp("card-exporter-bad"), "gcu.topsrider.card_exporter",
+                           [(str(i), settings) for i, (settings, _words) in enumerate(BAD_SETTINGS)])
+    return seen
+
+
+@pytest.mark.parametrize("case", range(len(BAD_SETTINGS)), ids=[w for _s, w in BAD_SETTINGS])
+def test_bad_settings_are_refused_before_anything_changes(bad_settings_runs, case):
+    result, words = bad_settings_runs[str(case)], BAD_SETTINGS[case][1]
+    # refused by the argument_specs' validation (the role's first task) or by the role's own check
+    # (its first task after that): a failed task ends its case's block, so nothing after it ran
+    assert result["failed"], result
+    assert result["task"].startswith(ARG_SPEC_TASK) or result["task"] == CHECK_TASK, result
+    assert words in result["msg"], result
+    assert result["task"] != CHECK_TASK or "card_exporter: refused, nothing was changed" in result["msg"], result

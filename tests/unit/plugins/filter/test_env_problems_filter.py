@@ -15,7 +15,7 @@ import json
 import pytest
 
 from ansible_collections.gcu.topsrider.plugins.filter import env_problems as plugin
-from conftest import run_play
+from conftest import run_cases, run_play
 
 
 def test_filter_is_registered_and_is_the_helper():
@@ -151,31 +151,6 @@ def run_cases_in_dirs(tmp, role, cases, variables_of):
         named.append((name, variables_of(dirs[name], extra)))
     seen, _out = run_cases(tmp, role, named)
     return dict((name, (dirs[name], seen[name])) for name in dirs)
-
-
-def run_cases(tmp_path, role, cases):
-    """The whole role once per case, in ONE play: each case's variables are its include's vars, each run
-    in a block whose rescue records the task that failed and its message. {case: {"failed": bool,
-    "task": the failed task's name, "msg": its message}}, and the play's output."""
-    tasks = [{"name": "No case ran yet", "ansible.builtin.set_fact": {"cases_seen": {}}}]
-    for name, variables in cases:
-        key = json.dumps(name)
-        tasks.append({"name": "Case %s" % name, "block": [
-            {"name": "Run the role (%s)" % name, "ansible.builtin.include_role": {"name": role}, "vars": variables},
-            {"name": "It ran through (%s)" % name,
-             "ansible.builtin.set_fact": {"cases_seen": "{{ cases_seen | combine({%s: {'failed': false}}) }}" % key}},
-        ], "rescue": [
-            {"name": "It was refused (%s)" % name, "ansible.builtin.set_fact": {"cases_seen": (
-                "{{ cases_seen | combine({%s: {'failed': true, 'task': ansible_failed_task.name,"
-                " 'msg': ansible_failed_result.msg | default('')}}) }}" % key)}},
-        ]})
-    tasks.append({"name": "Write what each case did", "ansible.builtin.copy": {
-        "content": "{{ cases_seen | to_json }}", "dest": str(tmp_path / "cases.json"), "mode": "0644"}})
-    rc, out = run_play(tmp_path, tasks)
-    assert rc == 0, out
-    seen = json.loads((tmp_path / "cases.json").read_text())
-    assert sorted(seen) == sorted(name for name, _v in cases), out
-    return seen, out
 
 
 # Every dist_launch case below, run by one play (the role's refusals stop before anything is written).
