@@ -41,10 +41,13 @@ help:
 venv: $(VENV)/.stamp
 # --no-compile: pip would byte-compile every file it installs (the `ansible`
 # package's collections are most of them, and the controller imports few);
-# Python compiles what is imported, once, on first import.
-$(VENV)/.stamp: requirements/controller.txt requirements/constraints.txt
+# scripts/venv-bytecode.sh then compiles the rest once, since with
+# PYTHONDONTWRITEBYTECODE=1 (this machine's and CI's environment) Python
+# never caches what it compiles on import.
+$(VENV)/.stamp: requirements/controller.txt requirements/constraints.txt scripts/venv-bytecode.sh
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --no-compile -r requirements/controller.txt -c requirements/constraints.txt
+	scripts/venv-bytecode.sh $(VENV)
 	touch $@
 
 # ansible-core 2.21 (issue 30): its own venv on a Python 3.12 or newer (2.20
@@ -59,11 +62,12 @@ PYTHON_2_21 ?= $(firstword $(wildcard $(PYENV_ROOT)/versions/3.12.*/bin/python3 
                  $(shell command -v python3.12 python3.13 2>/dev/null))
 .PHONY: venv-2.21
 venv-2.21: $(VENV_2_21)/.stamp
-$(VENV_2_21)/.stamp: requirements/controller-2.21.txt requirements/constraints-2.21.txt
+$(VENV_2_21)/.stamp: requirements/controller-2.21.txt requirements/constraints-2.21.txt scripts/venv-bytecode.sh
 	@[ -n "$(PYTHON_2_21)" ] || { echo "no Python 3.12 or 3.13 for ansible-core 2.21 (looked in $(PYENV_ROOT)/versions and PATH): set PYTHON_2_21"; exit 1; }
 	rm -rf $(VENV_2_21)
 	$(PYTHON_2_21) -m venv $(VENV_2_21)
 	$(VENV_2_21)/bin/pip install --quiet --no-compile -r requirements/controller-2.21.txt -c requirements/constraints-2.21.txt
+	scripts/venv-bytecode.sh $(VENV_2_21)
 	touch $@
 
 docker:
@@ -235,6 +239,7 @@ $(IMPORTER_VENV)/.stamp: requirements/importer.txt
 	rm -rf $(IMPORTER_VENV)
 	$(PYTHON) -m venv $(IMPORTER_VENV)
 	$(IMPORTER_VENV)/bin/pip install --quiet --no-compile --no-deps -r requirements/importer.txt
+	scripts/venv-bytecode.sh $(IMPORTER_VENV)
 	touch $@
 .PHONY: importer
 importer: venv $(IMPORTER_VENV)/.stamp

@@ -44,6 +44,7 @@ if [ ! -f "$venv/.stamp-$core" ]; then
   reqs=$("$venv/bin/python" -c 'import ansible_test, os; print(os.path.join(os.path.dirname(ansible_test.__file__), "_data", "requirements"))')
   cat "$reqs"/sanity.*.txt | grep -v '^#' | LC_ALL=C sort -u >"$venv/sanity-requirements.txt"
   "$venv/bin/pip" install --quiet --no-compile -r "$venv/sanity-requirements.txt"
+  "$top/scripts/venv-bytecode.sh" "$venv"
   touch "$venv/.stamp-$core"
 fi
 
