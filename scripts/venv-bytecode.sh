@@ -10,16 +10,11 @@
 # a one-task ansible-playbook run. Compiled here, once, they are read.
 #
 # What: everything under site-packages except ansible_collections/ (the
-# `ansible` package's collections: most of the files, and the project loads
-# two of them), then those two, community.docker (the nodes' connection)
-# and ansible.posix (the json and profile callbacks the tests use).
+# `ansible` package's collections: most of the files, and Ansible's
+# collection loader compiles a collection's code from source whatever is
+# cached, so bytecode there would never be read).
 # Idempotent: compileall skips what is already compiled and current.
 set -euo pipefail
 venv=${1:?usage: scripts/venv-bytecode.sh VENV}
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 "$venv/bin/python" -m compileall -q -j 0 -x '/ansible_collections/' "$site" >/dev/null
-for collection in community/docker ansible/posix; do
-  if [ -d "$site/ansible_collections/$collection" ]; then
-    "$venv/bin/python" -m compileall -q -j 0 "$site/ansible_collections/$collection" >/dev/null
-  fi
-done
