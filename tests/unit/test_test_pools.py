@@ -150,6 +150,46 @@ def test_the_units_on_ansible_core_2_21_are_the_ones_that_drive_it():
     assert not conftest.drives_ansible_core(os.path.join(unit, "roles", "test_slurm_gate.py"))
 
 
+def test_every_venv_pip_fills_without_bytecode_is_compiled_after():
+    """With PYTHONDONTWRITEBYTECODE=1 (this machine's and CI's environment) Python never caches what it
+    compiles, so a venv installed with pip --no-compile is compiled by scripts/venv-bytecode.sh before
+    its stamp is written (the Makefile's venvs, scripts/sanity.sh's)."""
+    makefile = makefile_lists()[0]
+    with open(os.path.join(TOP, "scripts", "sanity.sh")) as f:
+        sanity = f.read()
+    recipes = re.findall(r"^\S+\.stamp:.*\n((?:\t.*\n)+)", makefile, re.M)
+    filled = [r for r in recipes if "--no-compile" in r]
+    assert len(filled) >= 3, recipes  # .venv, .venv-2.21, galaxy-importer's
+    for recipe in filled:
+        lines = recipe.splitlines()
+        pip = max(i for i, line in enumerate(lines) if "pip install" in line)
+        assert "scripts/venv-bytecode.sh" in "".join(lines[pip + 1:]), recipe
+        assert "touch $@" in lines[-1], recipe
+    pip = sanity.rindex("pip\" install")
+    assert sanity.index("venv-bytecode.sh", pip) < sanity.index('touch "$venv/.stamp-', pip)
+
+
+def test_venv_bytecode_compiles_the_packages_and_leaves_the_collections(tmp_path):
+    import sys
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = subprocess.run([str(venv / "bin" / "python"), "-c",
+                           "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.strip()
+    for rel in ("pkg/__init__.py", "pkg/mod.py", "ansible_collections/community/docker/plugins/x.py"):
+        path = os.path.join(site, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write("VALUE = 1\n")
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    for _run in range(2):  # the second run finds everything current
+        subprocess.run([os.path.join(TOP, "scripts", "venv-bytecode.sh"), str(venv)], env=env, check=True)
+    compiled = sorted(os.path.relpath(os.path.join(d, f), site) for d, _s, files in os.walk(site)
+                      for f in files if f.endswith(".pyc"))
+    tag = "cpython-%d%d" % sys.version_info[:2]
+    assert compiled == ["pkg/__pycache__/__init__.%s.pyc" % tag, "pkg/__pycache__/mod.%s.pyc" % tag], compiled
+
+
 def pool_in(tmp_path, setup, jobs, failing=()):
     """scripts/molecule-all.sh in a copy of its own under tmp_path, with a stand-in `make` on PATH
     that fails for the targets in `failing` and records the others it made; (exit status, output, made)."""
