@@ -10,8 +10,6 @@ rescue recording the refusing task and its message), each case in its own
 directory. The third user of the rule, the eccl_probe
 module, has its trailing-newline cases in tests/unit/plugins/modules/test_eccl_probe.py."""
 
-import json
-
 import pytest
 
 from ansible_collections.gcu.topsrider.plugins.filter import env_problems as plugin
