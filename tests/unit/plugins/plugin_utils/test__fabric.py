@@ -32,8 +32,8 @@ def fake_results(job, slow=None, down=(), flaky=None, jitter=None):
     return out
 
 
-def run(n, cards=1, **fault):
-    nodes = ["n%d" % i for i in range(1, n + 1)]
+def run(n, cards=1, prefix="n", **fault):
+    nodes = ["%s%d" % (prefix, i) for i in range(1, n + 1)]
     state = fabric.plan([[x, cards] for x in nodes], fault.pop("options", None), now=0)
     state = json.loads(json.dumps(state))  # it lives in an Ansible fact between rounds
     bound = fabric.max_rounds(n, state["options"]["retries"])
@@ -237,6 +237,30 @@ def prom_samples(text):
     """{(name, sorted labels): value} parsed by prometheus_client (what node_exporter's textfile collector accepts)."""
     return dict(((s.name, tuple(sorted(s.labels.items()))), s.value)
                 for f in text_string_to_metric_families(text) for s in f.samples)
+
+
+def test_the_fabric_scenario_s_slow_node_named_in_every_format():
+    """What molecule's fabric scenario asked of a real run with node2's link four times slower (its slow run, moved
+    here: the rule that turns the measured pairs into a verdict is this code): four one-card nodes, one retry
+    (topsrider_fabric_retries 1); node2 is named slow first with its two pairs slow after their retry, no other
+    node is named, and every format says so with exit 3. The clean and down runs stay in molecule and prove the
+    real measurement and the wrapper's exit code."""
+    nodes = ["fabric-node%d" % i for i in range(1, 5)]
+    state, report = run(4, prefix="fabric-node", slow={"fabric-node2": 4.0}, options={"retries": 1})
+    assert report["status"] == "degraded" and report["exit_code"] == 3
+    assert named(report, "slow") == ["fabric-node2"] and named(report, "broken") == []
+    assert report["summary"]["named"] == ["fabric-node2"]
+    assert report["summary"]["suspect"] == 0 and report["summary"]["unreachable"] == 0
+    assert [x["node"] for x in report["nodes"]][0] == "fabric-node2"
+    slow_pairs = [p for p in report["nodes"][0]["pairs"] if p.get("slow")]
+    assert len(slow_pairs) == 2
+    assert all(len(p["attempts"]) == 2 for p in report["pairs"] if p["slow"])
+    assert sorted(x["node"] for x in report["nodes"] if x["verdict"] == "ok") == [n for n in nodes if n != "fabric-node2"]
+    md, xml, prom = fabric.to_markdown(report), fabric.to_junit(report), fabric.to_prometheus(report)
+    assert "| fabric-node2 | **slow** |" in md
+    assert '<failure message="slow' in xml and 'failures="1"' in xml
+    assert 'topsrider_fabric_node_verdict{node="fabric-node2",verdict="slow"} 1' in prom
+    assert "topsrider_fabric_status 3" in prom
 
 
 def test_report_formats_broken():
