@@ -191,11 +191,11 @@ molecule-default-2.21: venv-2.21 collection-link
 # 2026-11-26 (273 s beside drift), so after eccl_probe.
 SLOW_SCENARIOS := slurm rollback_truth staging fabric drift dist_launch
 FAST_POOL := make:changelog-lint make:docs-lint make:readme-test make:sanity-2.21 make:units-2.21 fleet make:installed-test make:sanity signing eccl_probe \
-             metrics bullseye default make:molecule-default-2.21 make:units nvidia_node gcu_devices bad_input deb_bundle \
+             metrics bullseye default make:molecule-default-2.21 make:units nvidia_node bad_input deb_bundle \
              make:perf-check make:lint make:importer
 FULL_POOL := make:changelog-lint make:docs-lint slurm rollback_truth fabric make:readme-test make:sanity-2.21 make:units-2.21 staging fleet \
              make:installed-test drift dist_launch make:sanity signing eccl_probe metrics bullseye default make:molecule-default-2.21 \
-             make:units nvidia_node gcu_devices bad_input deb_bundle make:perf-check make:lint make:importer
+             make:units nvidia_node bad_input deb_bundle make:perf-check make:lint make:importer
 
 # make molecule: the scenarios of make test's pool alone.
 molecule: setup sim-image-deployed
