@@ -184,8 +184,9 @@ def test_bad_card_drains_the_node_and_the_job_is_requeued_not_lost():
 
         # the health check runs on the drained node and does not resume it while the card is bad
         # ("draining" while the requeued job's allocation is still being released, then "drained":
-        # seen under CI's load; either way the node takes no new job and keeps the gate's reason)
-        time.sleep(6)
+        # seen under CI's load; either way the node takes no new job and keeps the gate's reason):
+        # longer than one health check interval (10 s, molecule.yml)
+        time.sleep(11)
         now = drained(N1)
         assert now and now[1] == reason, node_state(N1)
     finally:
@@ -208,8 +209,8 @@ def test_a_node_an_administrator_drained_stays_drained():
     sh(CTL, "scontrol update nodename=%s state=drain reason='admin: bios update'" % N2)
     try:
         before = int(sh(N2, "wc -l < %s" % GATE_LOG))
-        # the health check (every 5 s) passes on the node and leaves it alone
-        wait_for("two health checks on slurm-node2", lambda: int(sh(N2, "wc -l < %s" % GATE_LOG)) >= before + 2, 30)
+        # the health check (every 10 s) passes on the node and leaves it alone
+        wait_for("two health checks on slurm-node2", lambda: int(sh(N2, "wc -l < %s" % GATE_LOG)) >= before + 2, 40)
         assert node_state(N2) == ("drained", "admin: bios update")
     finally:
         sh(CTL, "scontrol update nodename=%s state=resume" % N2)
