@@ -8,8 +8,9 @@ node gives it, the simulator's efsmi (run for real, SIM_STATE naming this
 test's state) and its PCI tree, device files and driver version file (simctl
 writes them under SIM_PCI_ROOT, SIM_DEV_ROOT and SIM_SYSMODULE_ROOT, which the
 module's roots point at here). Every case is a decision made from those reads,
-so no container is needed; the module on a real node is proven by every
-deploy (tops_sdk's checks) and by nvidia_node."""
+so no container is needed. The module on a simulated node through Ansible is
+still run by verify.yml, rollback.yml, fleet_info.yml and launch_check.yml and
+by the slurm_node, card_exporter and dist_launch roles in other scenarios."""
 import os
 import subprocess
 import sys
