@@ -29,14 +29,12 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import TOP
+from sim_node import EFSMI, Node
 from test_node_python_floor import find_python
 
 from ansible_collections.gcu.topsrider.plugins.module_utils import _card_metrics
 
 DAEMON = os.path.join(TOP, "roles", "card_exporter", "files", "topsrider-card-exporter")
-ROOTFS = os.path.join(TOP, "sim", "node", "rootfs")
-SIMCTL = os.path.join(ROOTFS, "usr", "local", "bin", "simctl")
-EFSMI = os.path.join(ROOTFS, "usr", "sbin", "efsmi")
 INTERVAL = "0.2"
 
 
@@ -52,28 +50,6 @@ def lib(tmp_path):
     for name in _card_metrics.EXPORTER_MODULE_UTILS:
         shutil.copy(os.path.join(TOP, "plugins", "module_utils", name + ".py"), str(d))
     return str(root)
-
-
-class Node(object):
-    """A simulated node's state (simctl with every path redirected into tmp_path)."""
-
-    def __init__(self, tmp_path, cards=4):
-        self.tmp = tmp_path
-        self.env = dict(os.environ, SIM_STATE=str(tmp_path / "state.json"), SIM_PCI_ROOT=str(tmp_path / "pci"),
-                        SIM_DEV_ROOT=str(tmp_path / "dev"), SIM_SYSMODULE_ROOT=str(tmp_path / "mod"))
-        for d in ("pci", "dev", "mod"):
-            (tmp_path / d).mkdir(exist_ok=True)
-        self.simctl("reset", "--cards", str(cards))
-        # the fake tool: the simulator's efsmi for this state file
-        self.tool = tmp_path / "efsmi"
-        self.tool.write_text("#!/bin/sh\nSIM_STATE='%s' exec '%s' '%s' \"$@\"\n" % (
-            self.env["SIM_STATE"], sys.executable, EFSMI))
-        self.tool.chmod(0o755)
-
-    def simctl(self, *args):
-        proc = subprocess.run([sys.executable, SIMCTL] + list(args), env=self.env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, universal_newlines=True, check=False)
-        assert proc.returncode == 0, proc.stderr
 
 
 class Exporter(object):

@@ -4,76 +4,54 @@
 
 What molecule's gcu_devices scenario asked of the module on a simulated node,
 moved here: the module's main runs in this process and reads what a simulated
-node gives it, the simulator's efsmi (run for real, SIM_STATE naming this
-test's state) and its PCI tree, device files and driver version file (simctl
-writes them under SIM_PCI_ROOT, SIM_DEV_ROOT and SIM_SYSMODULE_ROOT, which the
-module's roots point at here). Every case is a decision made from those reads,
+node gives it: the simulator's efsmi, run for real on this test's state, and
+the PCI tree, device files and driver version file that simctl writes (all
+under tmp_path: tests/unit/sim_node.py, shared with the card exporter's
+units), which the module's roots point at here. Every case is a decision made from those reads,
 so no container is needed. The module on a simulated node through Ansible is
 still run by verify.yml, rollback.yml, fleet_info.yml and launch_check.yml and
 by the slurm_node, card_exporter and dist_launch roles in other scenarios."""
-import os
-import subprocess
-import sys
-
 import pytest
 
 from ansible.module_utils import basic
 from ansible_collections.gcu.topsrider.plugins.module_utils import _cards
 from ansible_collections.gcu.topsrider.plugins.modules import gcu_devices as module
 
-from conftest import TOP
+from sim_node import Node
 from utils import AnsibleExitJson, AnsibleFailJson, exit_json, fail_json, set_module_args
 
-ROOTFS = os.path.join(TOP, "sim", "node", "rootfs")
-SIMCTL = os.path.join(ROOTFS, "usr", "local", "bin", "simctl")
-EFSMI = os.path.join(ROOTFS, "usr", "sbin", "efsmi")
 T20_BUS = ["0000:3d:00.0", "0000:3e:00.0", "0000:40:00.0", "0000:41:00.0",
            "0000:b1:00.0", "0000:b2:00.0", "0000:b4:00.0", "0000:b5:00.0"]
 
 
 @pytest.fixture
 def node(tmp_path, monkeypatch):
-    """A simulated node's state under tmp_path, reset to its default (8 healthy idle T20 cards).
-    node.simctl(*args) changes it; node.gcu_devices(args, check=False) runs the module on it and returns its
-    result, failed or not, with the warnings it gave."""
-    roots = {"SIM_STATE": tmp_path / "state.json", "SIM_PCI_ROOT": tmp_path / "pci",
-             "SIM_DEV_ROOT": tmp_path / "dev", "SIM_SYSMODULE_ROOT": tmp_path / "sys"}
-    for name, path in roots.items():
-        if name != "SIM_STATE":
-            path.mkdir()
-        monkeypatch.setenv(name, str(path))
-    monkeypatch.delenv("SIM_CARDS", raising=False)
-    monkeypatch.setattr(_cards, "PCI_ROOT", str(roots["SIM_PCI_ROOT"]))
-    monkeypatch.setattr(_cards, "DEV_ROOT", str(roots["SIM_DEV_ROOT"]))
-    monkeypatch.setattr(_cards, "SYS_MODULE_ROOT", str(roots["SIM_SYSMODULE_ROOT"]))
+    """A simulated node (sim_node.Node) in its default state, 8 healthy idle T20 cards, whose PCI tree, device
+    files and driver version file the module reads. node.gcu_devices(args, check=False) runs the module on it
+    with the node's efsmi and returns its result, failed or not, with the warnings it gave."""
+    sim = Node(tmp_path, cards=8)
+    monkeypatch.setattr(_cards, "PCI_ROOT", sim.env["SIM_PCI_ROOT"])
+    monkeypatch.setattr(_cards, "DEV_ROOT", sim.env["SIM_DEV_ROOT"])
+    monkeypatch.setattr(_cards, "SYS_MODULE_ROOT", sim.env["SIM_SYSMODULE_ROOT"])
     monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
     monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
     warned = []
     monkeypatch.setattr(basic.AnsibleModule, "warn", lambda self, w: warned.append(w))
 
-    class Node(object):
-        @staticmethod
-        def simctl(*args):
-            proc = subprocess.run([sys.executable, SIMCTL] + list(args), stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, universal_newlines=True, check=False)
-            assert proc.returncode == 0, proc.stderr
-            return proc.stdout
+    def gcu_devices(args=None, check=False):
+        args = dict(args or {}, efsmi_path=str(sim.tool))
+        if check:
+            args["_ansible_check_mode"] = True
+        del warned[:]
+        with set_module_args(args):
+            with pytest.raises((AnsibleExitJson, AnsibleFailJson)) as exc:
+                module.main()
+        result = exc.value.args[0]
+        result["warnings"] = list(warned)
+        return result
 
-        @staticmethod
-        def gcu_devices(args=None, check=False):
-            args = dict(args or {}, efsmi_path=EFSMI)
-            if check:
-                args["_ansible_check_mode"] = True
-            del warned[:]
-            with set_module_args(args):
-                with pytest.raises((AnsibleExitJson, AnsibleFailJson)) as exc:
-                    module.main()
-            result = exc.value.args[0]
-            result["warnings"] = list(warned)
-            return result
-
-    Node.simctl("reset")
-    return Node
+    sim.gcu_devices = gcu_devices
+    return sim
 
 
 def test_the_facts_describe_the_eight_cards_from_efsmi_q_plus_the_table(node):
