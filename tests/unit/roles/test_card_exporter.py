@@ -393,6 +393,19 @@ def test_sigterm_while_the_tool_hangs(node, exporters):
     assert [p for p in os.listdir("/proc") if p.isdigit() and cmdline_has(p, node.env["SIM_STATE"])] == []
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_as_soon_as_it_listens_stops_it(node, exporters, signum):
+    """The signal lands while the main thread is still starting the reader and the web thread.
+    A Python handler that set a threading.Event hung the exporter when it ran while the main
+    thread held that Event's lock (CI, under load); the main thread now reads a wakeup pipe."""
+    for _attempt in range(3):
+        e = Exporter(node)
+        exporters.append(e)
+        e.proc.send_signal(signum)
+        rc = e.proc.wait(10)
+        assert rc == 0 and "stopped" in e.proc.stderr.read().decode()
+
+
 # A vendor tool that misbehaves as the file `mode` next to it says; otherwise
 # the simulator's efsmi. Hostile values go into the first card of `efsmi -q`.
 HOSTILE_TOOL = """import os, re, subprocess, sys
