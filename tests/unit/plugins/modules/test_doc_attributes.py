@@ -5,6 +5,7 @@ fragment (plugins/doc_fragments/attributes.py) merged in: complete, and the
 module's own text wins where it has one."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -57,3 +58,36 @@ def test_module_text_wins_over_the_fragment(docs):
     assert deb["diff_mode"]["support"] == "full"
     assert docs["topsrider_state"]["attributes"]["platform"]["description"] == "Debian-family nodes (dpkg)."
     assert docs["topsrider_lock"]["attributes"]["platform"]["description"] == "Linux nodes managed by gcu.topsrider."
+
+
+def _module_utils_of(path, seen):
+    """The collection's module_utils files that `path` imports, and theirs."""
+    with open(path) as f:
+        text = f.read()
+    for name in re.findall(r"plugins\.module_utils(?:\.| import )(_?\w+)", text):
+        util = os.path.join(TOP, "plugins", "module_utils", name + ".py")
+        if os.path.exists(util) and util not in seen:
+            seen.add(util)
+            _module_utils_of(util, seen)
+    return seen
+
+
+# topsrider_state is left out: it imports _slurm for its reader, and _slurm's writer (the
+# topsrider_slurm module's) reads check mode.
+@pytest.mark.parametrize("name", ["eccl_probe", "gcu_devices"])
+def test_a_read_only_module_runs_unchanged_in_check_mode(name):
+    """What the fragment says of them: the module declares check mode, and neither it nor any
+    module_utils it imports reads it, so a run under --check takes the same path as any run
+    (molecule/eccl_probe's converge runs the probe in check mode once, at the library level)."""
+    path = os.path.join(TOP, "plugins", "modules", name + ".py")
+    with open(path) as f:
+        text = f.read()
+    assert text.count("check_mode") == 1 and "supports_check_mode=True" in text, name
+    utils = _module_utils_of(path, set())
+    assert utils, name
+    readers = []
+    for util in sorted(utils):
+        with open(util) as f:
+            if "check_mode" in f.read():
+                readers.append(util)
+    assert readers == [], readers
