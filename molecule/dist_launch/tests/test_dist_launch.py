@@ -90,8 +90,9 @@ def test_platform_refuses_unreachable_master():
 
 # ---------------------------------------------------------------- single node + launch check
 def test_single_node_a_rank_per_card_and_launch_check(host, simctl):
+    # Held until the check is done (the stop file ends the hold on every rank; 25 s at most).
     job = Job("dist_launch-node1", "single", "env MASTER_PORT=%d %s/launch-single.sh %s" % (
-        free_port(), LAUNCH, smoke("/tmp/launch-test/single", "--hold 25")))
+        free_port(), LAUNCH, smoke("/tmp/launch-test/single", "--hold 25 --stop-file /tmp/launch-test/single/stop")))
     try:
         results = job.wait_results(CARDS, 180)
         assert len(results) == CARDS, job.log()
@@ -100,6 +101,7 @@ def test_single_node_a_rank_per_card_and_launch_check(host, simctl):
         rc, out = launch_check(host, "dist_launch-node1")
         assert rc == 0, out
         assert "%d training processes for %d cards, every card busy" % (CARDS, CARDS) in out
+        assert dexec("dist_launch-node1", "touch /tmp/launch-test/single/stop")[0] == 0
         assert job.wait(120) == 0, job.log()
     finally:
         job.stop()

@@ -39,8 +39,10 @@ def test_node_is_an_nvidia_node(host):
 
 
 def test_every_gpu_busy_with_one_rank_each(host, simctl):
+    # Held until the check is done (the stop file ends the hold on every rank; 25 s at most).
     job = Job(NODE, "nvidia-single", "%s MASTER_PORT=%d %s/launch-single.sh %s" % (
-        GLOO, free_port(), LAUNCH, smoke("/tmp/launch-test/nvidia-single", "--hold 25")))
+        GLOO, free_port(), LAUNCH, smoke("/tmp/launch-test/nvidia-single",
+                                         "--hold 25 --stop-file /tmp/launch-test/nvidia-single/stop")))
     try:
         results = job.wait_results(2, 180)
         assert len(results) == 2, job.log()
@@ -48,6 +50,7 @@ def test_every_gpu_busy_with_one_rank_each(host, simctl):
         rc, out = launch_check(host, NODE)
         assert rc == 0, out
         assert "2 training processes for 2 cards, every card busy" in out
+        assert dexec(NODE, "touch /tmp/launch-test/nvidia-single/stop")[0] == 0
         assert job.wait(120) == 0, job.log()
     finally:
         job.stop()
