@@ -172,8 +172,8 @@ molecule-default-2.21: venv-2.21 collection-link
 	  $(VENV_2_21)/bin/molecule test -s default
 
 # The molecule scenarios, the README examples, the perf check, ansible-lint,
-# ansible-test sanity and the units run as one pool, two at a time
-# (MOLECULE_JOBS), longest first so that both lanes end together
+# ansible-test sanity and the units run as one pool, three at a time
+# (MOLECULE_JOBS), longest first so that the lanes end together
 # (scripts/molecule-all.sh; "make:<target>" in a pool is a make
 # target). make test's pool leaves out the longest scenarios (the real Slurm
 # cluster and its rolling upgrades, rollback fault injection, peer staging's

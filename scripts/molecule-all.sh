@@ -7,14 +7,16 @@
 # set-up taken as done: the pool's caller did it) as one more job of the pool:
 # make test runs the README examples and the perf check this way.
 #
-# MOLECULE_JOBS (default 2) jobs run at once, started in the order given (the
-# Makefile lists them longest first, so both lanes end at about the same
+# MOLECULE_JOBS (default 3) jobs run at once, started in the order given (the
+# Makefile lists them longest first, so the lanes end at about the same
 # time), each scenario in its own ANSIBLE_HOME (the playbooks use the
 # checkout's collection: .config/molecule/config.yml has no prerun) with its
 # output in .cache/molecule-logs/<name>.log,
-# printed whole when it ends. Two at a time keep this 2-core machine busy
-# (idle 5 % of a full pool, 2026-11-28: CONTRIBUTING.md), so a job's CPU,
-# not its wall time, is what it costs the pool. Jobs share
+# printed whole when it ends. A job keeps about 0.7 of a core busy (it waits
+# on dpkg, Slurm, timeouts and its nodes), so three at a time keep this
+# 2-core machine busy (idle 2.4 % of a full pool against 12.6 % with two,
+# 2026-12-07: CONTRIBUTING.md), and a job's CPU, not its wall time, is what
+# it costs the pool. Jobs share
 # nothing but the Docker engine: their containers have names of their own,
 # the Slurm scenario its own ports, the README's and the perf check's fleets
 # their own prefixes and ports, and every other port is picked free at run
@@ -106,7 +108,7 @@ else
     for d in molecule/*/molecule.yml; do basename "$(dirname "$d")"; done | grep -vx -e default \
       $(for s in ${MOLECULE_SKIP-slurm}; do printf -- '-e %s ' "$s"; done) | LC_ALL=C sort; } )
 fi
-jobs=${MOLECULE_JOBS:-2}
+jobs=${MOLECULE_JOBS:-3}
 junit_dir=$top/.cache/molecule-junit
 logs=$top/.cache/molecule-logs
 ready=$top/.cache/pool-setup
