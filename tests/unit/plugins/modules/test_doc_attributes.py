@@ -5,11 +5,12 @@ fragment (plugins/doc_fragments/attributes.py) merged in: complete, and the
 module's own text wins where it has one."""
 import json
 import os
-import re
 import subprocess
 import sys
 
 import pytest
+
+from deploy_walk import _python_deps  # the collection's Python files a plugin imports, transitively
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 MODULES = sorted(f[:-3] for f in os.listdir(os.path.join(TOP, "plugins", "modules"))
@@ -60,18 +61,6 @@ def test_module_text_wins_over_the_fragment(docs):
     assert docs["topsrider_lock"]["attributes"]["platform"]["description"] == "Linux nodes managed by gcu.topsrider."
 
 
-def _module_utils_of(path, seen):
-    """The collection's module_utils files that `path` imports, and theirs."""
-    with open(path) as f:
-        text = f.read()
-    for name in re.findall(r"plugins\.module_utils(?:\.| import )(_?\w+)", text):
-        util = os.path.join(TOP, "plugins", "module_utils", name + ".py")
-        if os.path.exists(util) and util not in seen:
-            seen.add(util)
-            _module_utils_of(util, seen)
-    return seen
-
-
 # topsrider_state is left out: it imports _slurm for its reader, and _slurm's writer (the
 # topsrider_slurm module's) reads check mode.
 @pytest.mark.parametrize("name", ["eccl_probe", "gcu_devices"])
@@ -79,15 +68,15 @@ def test_a_read_only_module_runs_unchanged_in_check_mode(name):
     """What the fragment says of them: the module declares check mode, and neither it nor any
     module_utils it imports reads it, so a run under --check takes the same path as any run
     (molecule/eccl_probe's converge runs the probe in check mode once, at the library level)."""
-    path = os.path.join(TOP, "plugins", "modules", name + ".py")
-    with open(path) as f:
+    path = "plugins/modules/%s.py" % name
+    with open(os.path.join(TOP, path)) as f:
         text = f.read()
     assert text.count("check_mode") == 1 and "supports_check_mode=True" in text, name
-    utils = _module_utils_of(path, set())
-    assert utils, name
+    helpers = _python_deps(path)
+    assert helpers, name
     readers = []
-    for util in sorted(utils):
-        with open(util) as f:
+    for helper in helpers:
+        with open(os.path.join(TOP, helper)) as f:
             if "check_mode" in f.read():
-                readers.append(util)
+                readers.append(helper)
     assert readers == [], readers
