@@ -7,6 +7,10 @@ SHELL := /bin/bash
 VENV        := $(CURDIR)/.venv
 PYTHON      ?= python3
 COLL_LINK   := .cache/collections/ansible_collections/gcu/topsrider
+# The simulated nodes' compile-once hook for Ansible's module zips, which the
+# test venvs get too (scripts/venv-bytecode.sh).
+PYC_HOOK    := sim/node/rootfs/usr/lib/python3/dist-packages/topsrider_sim_pyc.py \
+               sim/node/rootfs/usr/lib/python3/dist-packages/topsrider_sim_pyc.pth
 export PATH := $(VENV)/bin:$(PATH)
 # The simulated fleet's settings (its inventory, no host-key checking): only for
 # these targets. The root ansible.cfg is the one for real hosts.
@@ -44,7 +48,7 @@ venv: $(VENV)/.stamp
 # scripts/venv-bytecode.sh then compiles the rest once, since with
 # PYTHONDONTWRITEBYTECODE=1 (this machine's and CI's environment) Python
 # never caches what it compiles on import.
-$(VENV)/.stamp: requirements/controller.txt requirements/constraints.txt scripts/venv-bytecode.sh
+$(VENV)/.stamp: requirements/controller.txt requirements/constraints.txt scripts/venv-bytecode.sh $(PYC_HOOK)
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --no-compile -r requirements/controller.txt -c requirements/constraints.txt
 	scripts/venv-bytecode.sh $(VENV)
@@ -62,7 +66,7 @@ PYTHON_2_21 ?= $(firstword $(wildcard $(PYENV_ROOT)/versions/3.12.*/bin/python3 
                  $(shell command -v python3.12 python3.13 2>/dev/null))
 .PHONY: venv-2.21
 venv-2.21: $(VENV_2_21)/.stamp
-$(VENV_2_21)/.stamp: requirements/controller-2.21.txt requirements/constraints-2.21.txt scripts/venv-bytecode.sh
+$(VENV_2_21)/.stamp: requirements/controller-2.21.txt requirements/constraints-2.21.txt scripts/venv-bytecode.sh $(PYC_HOOK)
 	@[ -n "$(PYTHON_2_21)" ] || { echo "no Python 3.12 or 3.13 for ansible-core 2.21 (looked in $(PYENV_ROOT)/versions and PATH): set PYTHON_2_21"; exit 1; }
 	rm -rf $(VENV_2_21)
 	$(PYTHON_2_21) -m venv $(VENV_2_21)

@@ -14,7 +14,14 @@
 # collection loader compiles a collection's code from source whatever is
 # cached, so bytecode there would never be read).
 # Idempotent: compileall skips what is already compiled and current.
+#
+# Also: the modules Ansible runs on localhost (this venv's Python, from a zip
+# that Python compiles from source each time) are compiled once per source
+# by the hook the simulated nodes have (topsrider_sim_pyc, copied in from
+# sim/node/rootfs; its header says what it does and does not change).
 set -euo pipefail
 venv=${1:?usage: scripts/venv-bytecode.sh VENV}
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+hook=$(cd "$(dirname "$0")/.." && pwd)/sim/node/rootfs/usr/lib/python3/dist-packages
+install -m 0644 "$hook/topsrider_sim_pyc.py" "$hook/topsrider_sim_pyc.pth" "$site/"
 "$venv/bin/python" -m compileall -q -j 0 -x '/ansible_collections/' "$site" >/dev/null

@@ -1,6 +1,7 @@
 """The pools make test and CI run (Makefile, scripts/molecule-all.sh): every
 molecule scenario is in CI's pool or named as left out, and CI runs the pool
 with the slow scenarios."""
+import filecmp
 import os
 import re
 import shutil
@@ -187,7 +188,15 @@ def test_venv_bytecode_compiles_the_packages_and_leaves_the_collections(tmp_path
     compiled = sorted(os.path.relpath(os.path.join(d, f), site) for d, _s, files in os.walk(site)
                       for f in files if f.endswith(".pyc"))
     tag = "cpython-%d%d" % sys.version_info[:2]
-    assert compiled == ["pkg/__pycache__/__init__.%s.pyc" % tag, "pkg/__pycache__/mod.%s.pyc" % tag], compiled
+    assert compiled == ["__pycache__/topsrider_sim_pyc.%s.pyc" % tag, "pkg/__pycache__/__init__.%s.pyc" % tag,
+                        "pkg/__pycache__/mod.%s.pyc" % tag], compiled
+    # The compile-once hook for the module zips of tasks on localhost, loaded at start-up.
+    hook = os.path.join(TOP, "sim", "node", "rootfs", "usr", "lib", "python3", "dist-packages")
+    for name in ("topsrider_sim_pyc.py", "topsrider_sim_pyc.pth"):
+        assert filecmp.cmp(os.path.join(site, name), os.path.join(hook, name), shallow=False), name
+    loaded = subprocess.run([str(venv / "bin" / "python"), "-c", "import zipimport; print(zipimport._compile_source.__name__)"],
+                            stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.strip()
+    assert loaded == "cached_compile"
 
 
 def pool_in(tmp_path, setup, jobs, failing=()):
