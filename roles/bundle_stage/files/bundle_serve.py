@@ -12,8 +12,9 @@ Run on a node by the role as `python3 -c <this file> serve|stop ...` (Python 3.8
         STATEFILE; every request is logged to LOGFILE (client, path, status, bytes).
   stop STATEFILE
         Stop the server named in STATEFILE if it is still this server (its
-        command line is checked: a reused pid is left alone). Prints
-        {"stopped": true|false}.
+        command line is checked: a reused pid is left alone): SIGTERM, then
+        SIGKILL if it is still there after 5 s. Prints {"stopped": true|false}
+        (true: it was running and is gone).
 
 The peers check every file's sha256 (module bundle_fetch) before they use it;
 this server only hands out bytes.
@@ -90,6 +91,13 @@ def serve(directory, address, port, state_file, seconds, log_file):
     os.setsid()
     if os.fork():
         os._exit(0)  # pylint: disable=protected-access
+    # No Python signal handler: one runs in the main thread between two of its
+    # bytecodes, and a handler that takes a lock (starting a thread does) while
+    # the main thread holds it hangs the server for good. SIGTERM is blocked
+    # here, before anyone knows this pid and before any thread exists (every
+    # thread inherits the mask), and the main thread takes it with
+    # sigtimedwait, which also ends the serving time.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
@@ -98,12 +106,12 @@ def serve(directory, address, port, state_file, seconds, log_file):
     _write_state(state_file, json.loads(state))
     os.write(write_end, state.encode())
     os.close(write_end)
-    timer = threading.Timer(float(seconds), server.shutdown)
-    timer.daemon = True
-    timer.start()
-    signal.signal(signal.SIGTERM, lambda signum, frame: threading.Thread(target=server.shutdown).start())
+    serving = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.5}, daemon=True)
+    serving.start()
     try:
-        server.serve_forever(poll_interval=0.5)
+        signal.sigtimedwait({signal.SIGTERM}, float(seconds))
+        server.shutdown()
+        serving.join()
     finally:
         server.server_close()
         try:
@@ -132,12 +140,20 @@ def stop(state_file):
         return 0
     stopped = False
     if _is_ours(pid):
-        os.kill(pid, signal.SIGTERM)
-        for dummy in range(50):
+        # SIGTERM, and SIGKILL if it is still there after 5 s: a server left
+        # running keeps its port and serves until its time is up.
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                break
+            for dummy in range(50):
+                if not _is_ours(pid):
+                    break
+                time.sleep(0.1)
             if not _is_ours(pid):
                 break
-            time.sleep(0.1)
-        stopped = True
+        stopped = not _is_ours(pid)
     try:
         os.unlink(state_file)
     except OSError:
