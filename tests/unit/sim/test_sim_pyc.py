@@ -96,3 +96,21 @@ def test_an_empty_setting_turns_it_off(tmp_path):
                           env=dict(os.environ, TOPSRIDER_SIM_PYC_CACHE=""), stdout=subprocess.PIPE,
                           universal_newlines=True, check=True)
     assert proc.stdout.strip() == "_compile_source"
+
+
+def test_an_optimized_python_gets_code_of_its_own(tmp_path):
+    # -O strips asserts: code compiled under -O is never served to a Python without it, nor back.
+    source = "def check():\n    assert False, 'asserts run'\n    return 'asserts stripped'\n"
+    directory = tmp_path / "ansible_stat_payload_o"
+    directory.mkdir()
+    zip_path = directory / "ansible_stat_payload.zip"
+    with zipfile.ZipFile(str(zip_path), "w") as z:
+        z.writestr("mod_utils/__init__.py", "")
+        z.writestr("mod_utils/opt.py", source)
+    runner = ("import sys; sys.path.insert(0, sys.argv[1]); import topsrider_sim_pyc; sys.path.insert(0, sys.argv[2])\n"
+              "from mod_utils import opt\ntry:\n    print(opt.check())\nexcept AssertionError as e:\n    print(e)\n")
+    env = dict(os.environ, TOPSRIDER_SIM_PYC_CACHE=str(tmp_path / "cache"))
+    said = [subprocess.run([sys.executable, "-S"] + flags + ["-c", runner, HOOK_DIR, str(zip_path)], env=env,
+                           stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.strip()
+            for flags in ([], ["-O"], [], ["-O"])]
+    assert said == ["asserts run", "asserts stripped", "asserts run", "asserts stripped"]

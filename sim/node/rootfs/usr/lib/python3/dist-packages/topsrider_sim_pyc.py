@@ -7,13 +7,14 @@
 # pool pays thousands of times on the simulated nodes and on the controller
 # (tasks on localhost). This hook, loaded at start-up by
 # topsrider_sim_pyc.pth, keeps the compiled code of a file of such a zip in
-# CACHE, keyed by a hash of the Python's bytecode magic, the file's path
-# inside the zip and its source bytes: the same source gives the same code
-# object, so nothing a module does changes (the file names in its tracebacks
-# are this run's). Any other import, and any error of the cache itself, takes
-# Python's own path. It is not the collection's code: the simulated nodes'
-# image has it (sim/node/rootfs) and scripts/venv-bytecode.sh puts it in the
-# test venvs; no real node and no operator's venv has it (docs/testing.md).
+# CACHE, keyed by a hash of the Python's bytecode magic and optimization
+# level, the file's path inside the zip and its source bytes: the same source
+# gives the same code object, so nothing a module does changes (the file
+# names in its tracebacks are this run's). Any other import, and any error
+# of the cache itself, takes Python's own path. It is not the collection's
+# code: the simulated nodes' image has it (sim/node/rootfs) and
+# scripts/venv-bytecode.sh puts it in the test venvs; no real node and no
+# operator's venv has it (docs/testing.md).
 import os
 import sys
 
@@ -38,13 +39,15 @@ def _install(cache):
 
     def cached_compile(pathname, source):
         inner = pathname.partition("_payload.zip/")[2]
-        if not inner or "/ansible_" not in pathname:
+        if not inner or "/ansible_" not in pathname or not isinstance(source, bytes):
             return compile_source(pathname, source)
         import hashlib
         import importlib.util
         import marshal
 
-        key = hashlib.sha256(importlib.util.MAGIC_NUMBER + inner.encode() + b"\0" + source).hexdigest()
+        # -O or -OO compiles otherwise (no asserts, no docstrings): part of the key.
+        key = hashlib.sha256(importlib.util.MAGIC_NUMBER + b"%d\0" % sys.flags.optimize + inner.encode() + b"\0"
+                             + source).hexdigest()
         path = os.path.join(cache, key)
         try:
             with open(path, "rb") as f:
