@@ -12,19 +12,13 @@ import time
 import urllib.error
 import urllib.request
 
-from conftest import TOP
+from conftest import TOP, load_script
 
 SERVE = os.path.join(TOP, "roles", "bundle_stage", "files", "bundle_serve.py")
-MARKER = "topsrider-bundle-serve"
-
-
-def alive(pid):
-    """The server is still there (a zombie's command line is empty)."""
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as handle:
-            return MARKER.encode() in handle.read()
-    except OSError:
-        return False
+# The script's own marker and its own check of a pid (the one `stop` makes; a zombie's command line is empty).
+BUNDLE_SERVE = load_script(os.path.join("roles", "bundle_stage", "files", "bundle_serve.py"), "bundle_serve")
+MARKER = BUNDLE_SERVE.MARKER
+alive = BUNDLE_SERVE._is_ours  # pylint: disable=protected-access
 
 
 def serve(tmp_path, seconds=60):

@@ -34,14 +34,14 @@ def fail():
 """
 
 
-def payload(tmp_path, run, factor=2, name="ansible_stat_payload"):
-    """The zip as AnsiballZ names it, in a directory of this run."""
+def payload(tmp_path, run, factor=2, name="ansible_stat_payload", module="thing", source=None):
+    """The zip as AnsiballZ names it, in a directory of this run: mod_utils/<module>.py."""
     directory = tmp_path / ("%s_%s" % (name, run))
     directory.mkdir()
     path = directory / ("%s.zip" % name)
     with zipfile.ZipFile(str(path), "w") as z:
         z.writestr("mod_utils/__init__.py", "")
-        z.writestr("mod_utils/thing.py", SOURCE % factor)
+        z.writestr("mod_utils/%s.py" % module, SOURCE % factor if source is None else source)
     return str(path)
 
 
@@ -101,16 +101,11 @@ def test_an_empty_setting_turns_it_off(tmp_path):
 def test_an_optimized_python_gets_code_of_its_own(tmp_path):
     # -O strips asserts: code compiled under -O is never served to a Python without it, nor back.
     source = "def check():\n    assert False, 'asserts run'\n    return 'asserts stripped'\n"
-    directory = tmp_path / "ansible_stat_payload_o"
-    directory.mkdir()
-    zip_path = directory / "ansible_stat_payload.zip"
-    with zipfile.ZipFile(str(zip_path), "w") as z:
-        z.writestr("mod_utils/__init__.py", "")
-        z.writestr("mod_utils/opt.py", source)
+    zip_path = payload(tmp_path, "o", module="opt", source=source)
     runner = ("import sys; sys.path.insert(0, sys.argv[1]); import topsrider_sim_pyc; sys.path.insert(0, sys.argv[2])\n"
               "from mod_utils import opt\ntry:\n    print(opt.check())\nexcept AssertionError as e:\n    print(e)\n")
     env = dict(os.environ, TOPSRIDER_SIM_PYC_CACHE=str(tmp_path / "cache"))
-    said = [subprocess.run([sys.executable, "-S"] + flags + ["-c", runner, HOOK_DIR, str(zip_path)], env=env,
+    said = [subprocess.run([sys.executable, "-S"] + flags + ["-c", runner, HOOK_DIR, zip_path], env=env,
                            stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.strip()
             for flags in ([], ["-O"], [], ["-O"])]
     assert said == ["asserts run", "asserts stripped", "asserts run", "asserts stripped"]
