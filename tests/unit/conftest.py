@@ -63,13 +63,14 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
-def run_play(tmp_path, tasks, extra_vars=None, config=None, args=()):
+def run_play(tmp_path, tasks, extra_vars=None, config=None, args=(), hosts="localhost"):
     """One play of `tasks` on localhost, by ansible-playbook with the checkout's
     collection and extra_vars as a JSON vars file; returns (rc, output).
     config: the ansible.cfg to use (default: the simulator's, sim/ansible.cfg;
-    os.devnull for Ansible's stock settings). args: more ansible-playbook
-    arguments (--check)."""
-    play = [{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]
+    an empty .cfg file for Ansible's stock settings). args: more ansible-playbook
+    arguments (--check, or -i with an inventory of local hosts). hosts: the
+    play's hosts (of that inventory)."""
+    play = [{"hosts": hosts, "gather_facts": False, "tasks": tasks}]
     (tmp_path / "play.yml").write_text(json.dumps(play))
     argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
             str(tmp_path / "play.yml")] + list(args)

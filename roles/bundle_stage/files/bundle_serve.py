@@ -8,8 +8,9 @@ Run on a node by the role as `python3 -c <this file> serve|stop ...` (Python 3.8
         Start CPython's http.server (ThreadingHTTPServer) on ADDRESS:PORT (0: a free
         port the kernel picks) serving the files of DIR read-only, no directory
         listing, in a detached process that stops by itself after SECONDS. Prints
-        {"port": ..., "pid": ...} once the socket listens, and writes the same to
-        STATEFILE; every request is logged to LOGFILE (client, path, status, bytes).
+        {"port": ..., "pid": ..., "url": "http://ADDRESS:PORT"} (an IPv6 ADDRESS in
+        brackets) once the socket listens, and writes the same to STATEFILE; every
+        request is logged to LOGFILE (client, path, status, bytes).
   stop STATEFILE
         Stop the server named in STATEFILE if it is still this server (its
         command line is checked: a reused pid is left alone): SIGTERM, then
@@ -68,6 +69,11 @@ def _write_state(path, state):
     os.replace(tmp, path)
 
 
+def url(address, port):
+    """Where the peers fetch from: http://ADDRESS:PORT, an IPv6 address in brackets."""
+    return "http://%s:%d" % ("[%s]" % address if ":" in address else address, port)
+
+
 def serve(directory, address, port, state_file, seconds, log_file):
     BundleHandler.log_path = log_file
     handler = functools.partial(BundleHandler, directory=directory)
@@ -102,7 +108,7 @@ def serve(directory, address, port, state_file, seconds, log_file):
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     state = json.dumps({"port": server.server_address[1], "pid": os.getpid(), "marker": MARKER,
-                        "directory": directory})
+                        "directory": directory, "url": url(address, server.server_address[1])})
     _write_state(state_file, json.loads(state))
     os.write(write_end, state.encode())
     os.close(write_end)

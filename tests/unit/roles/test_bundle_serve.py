@@ -31,6 +31,8 @@ def serve(tmp_path, seconds=60):
                           stdout=subprocess.PIPE, universal_newlines=True, timeout=30, check=True)
     started = json.loads(proc.stdout)
     assert json.loads(state.read_text()) == started
+    # The URL the peers fetch from, as the role takes it: the server says where it listens.
+    assert started["url"] == "http://127.0.0.1:%d" % started["port"], started
     return started, state
 
 
@@ -124,3 +126,9 @@ def test_stop_leaves_a_process_that_is_not_the_server_alone(tmp_path):
     finally:
         other.kill()
         other.wait()
+
+
+def test_the_url_puts_an_ipv6_address_in_brackets():
+    assert BUNDLE_SERVE.url("127.0.0.1", 8080) == "http://127.0.0.1:8080"
+    assert BUNDLE_SERVE.url("node7.example.invalid", 80) == "http://node7.example.invalid:80"
+    assert BUNDLE_SERVE.url("::1", 8080) == "http://[::1]:8080"
