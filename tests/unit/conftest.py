@@ -63,17 +63,17 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
-def run_play(tmp_path, tasks, extra_vars=None, config=None, args=(), hosts="localhost"):
+def run_play(tmp_path, tasks, extra_vars=None, config=None, args=(), inventory=None, hosts="localhost"):
     """One play of `tasks` on localhost, by ansible-playbook with the checkout's
     collection and extra_vars as a JSON vars file; returns (rc, output).
     config: the ansible.cfg to use (default: the simulator's, sim/ansible.cfg;
     an empty .cfg file for Ansible's stock settings). args: more ansible-playbook
-    arguments (--check, or -i with an inventory of local hosts). hosts: the
-    play's hosts (of that inventory)."""
+    arguments (--check). inventory: instead of localhost alone, an inventory
+    of local hosts (local_inventory), and hosts: the play's hosts in it."""
     play = [{"hosts": hosts, "gather_facts": False, "tasks": tasks}]
     (tmp_path / "play.yml").write_text(json.dumps(play))
-    argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
-            str(tmp_path / "play.yml")] + list(args)
+    argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory or "localhost,",
+            "-c", "local", str(tmp_path / "play.yml")] + list(args)
     if extra_vars is not None:
         (tmp_path / "vars.json").write_text(json.dumps(extra_vars))
         argv += ["-e", "@" + str(tmp_path / "vars.json")]
@@ -83,6 +83,16 @@ def run_play(tmp_path, tasks, extra_vars=None, config=None, args=(), hosts="loca
     proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=str(tmp_path),
                           universal_newlines=True, timeout=120, check=False)
     return proc.returncode, proc.stdout
+
+
+def local_inventory(tmp_path, hosts, group="all"):
+    """run_play's inventory for a play on several hosts: `hosts` ({name: {var:
+    value}}) on the local connection with this Python, in `group`; its path."""
+    members = {name: dict(variables, ansible_connection="local", ansible_python_interpreter=sys.executable)
+               for name, variables in hosts.items()}
+    inventory = {"all": {"hosts": members}} if group == "all" else {"all": {"children": {group: {"hosts": members}}}}
+    (tmp_path / "inventory.json").write_text(json.dumps(inventory))
+    return str(tmp_path / "inventory.json")
 
 
 def run_cases(tmp_path, role, cases):

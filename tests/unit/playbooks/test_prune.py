@@ -9,12 +9,10 @@ by topsrider_state's records, a record over 64 KiB too); a record that cannot
 be used prunes nothing."""
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import COLLECTIONS, TOP
+from conftest import TOP, local_inventory, run_play
 
 VERSIONS = ["2.5.120", "2.5.130", "2.5.133", "2.5.136", "2.5.140"]
 # The snapshot returns to 2.5.130; its journal reinstalls a deb cached under 2.5.133.
@@ -45,22 +43,15 @@ def pruned(tmp_path_factory):
             (state / "deploys" / "D1.json").write_text(text)
             (state / "snapshots" / "D1.json").write_text(json.dumps(
                 {"packages": {"tops-sdk": {"before_deb": {"path": str(cache / "2.5.133" / "tops-sdk.deb")}}}}))
-        hosts[case] = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-                       "bundle_stage_cache_root": str(cache), "bundle_stage_path": str(cache / "2.5.140"),
+        hosts[case] = {"bundle_stage_cache_root": str(cache), "bundle_stage_path": str(cache / "2.5.140"),
                        "deploy_state_dir": str(state), "run_cache_keep": 2,
                        "deploy_snapshot": {"id": "D1", "new_release": spec["new_release"]},
                        "deploy_local_facts": {"topsrider": {"snapshot": spec["facts_snapshot"]}},
                        "desired_manifest": {"version": "2.5.140"}}
-    (tmp / "inventory.json").write_text(json.dumps({"all": {"hosts": hosts}}))
-    (tmp / "play.json").write_text(json.dumps([{"hosts": "all", "gather_facts": False, "tasks": [
-        {"name": "The prune", "ansible.builtin.import_tasks": os.path.join(TOP, "playbooks", "tasks", "prune.yml")}]}]))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(TOP, "sim", "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_LOCAL_TEMP=str(tmp / "tmp"))
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
-                           str(tmp / "inventory.json"), str(tmp / "play.json")], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, env=env, cwd=str(tmp), universal_newlines=True, timeout=300,
-                          check=False)
-    assert proc.returncode == 0, proc.stdout
+    rc, out = run_play(tmp, [
+        {"name": "The prune", "ansible.builtin.import_tasks": os.path.join(TOP, "playbooks", "tasks", "prune.yml")}],
+        inventory=local_inventory(tmp, hosts), hosts="all")
+    assert rc == 0, out
     return dict((case, sorted(os.listdir(str(tmp / case / "cache")))) for case in CASES)
 
 

@@ -6,22 +6,10 @@ connection, the controller files under tmp), with what main.yml hands it
 before anything is written, naming every node's release; nodes with
 different card counts are named with their counts, and the files use the
 smallest."""
-import json
-import sys
-
-from conftest import run_play
+from conftest import local_inventory, run_play
 
 CLUSTER = {"ansible.builtin.include_role": {"name": "gcu.topsrider.dist_launch", "tasks_from": "cluster"},
            "run_once": True}
-
-
-def inventory(tmp_path, hosts):
-    """hosts: {name: {var: value}}, all in group t20, on the local connection."""
-    inv = {"t20": {"hosts": {name: dict(variables, ansible_connection="local",
-                                        ansible_python_interpreter=sys.executable)
-                             for name, variables in hosts.items()}}}
-    (tmp_path / "inventory.json").write_text(json.dumps({"all": {"children": inv}}))
-    return ["-i", str(tmp_path / "inventory.json")]
 
 
 def cluster(tmp_path, hosts):
@@ -33,7 +21,7 @@ def cluster(tmp_path, hosts):
                                       "mode": "0644"}, "delegate_to": "localhost", "run_once": True}]}],
         {"dist_launch_output_dir": str(out_dir), "dist_launch_vendor": "enflame", "dist_launch_backend": "eccl",
          "dist_launch_environment": {}, "dist_launch_master_addr": "127.0.0.1"},
-        args=inventory(tmp_path, hosts), hosts="t20", config=str(tmp_path / "stock.cfg"))
+        inventory=local_inventory(tmp_path, hosts, "t20"), hosts="t20", config=str(tmp_path / "stock.cfg"))
     assert rc == 0, out
     msg = tmp_path / "msg.txt"
     return (msg.read_text() if msg.exists() else None), out, out_dir / "t20"
